@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The decoder's public API: a capture (perf.data) or raw PT plus images, decoded with
+ * libipt's block decoder into call stacks written as FXT (or as text for diffing).
+ * Errors are negative errnos here; libipt's error space stays inside decoder/.
+ */
+#ifndef PTBPF_PTDECODE_H
+#define PTBPF_PTDECODE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "perfdata.h"
+
+enum decode_format {
+	DECODE_FXT,		/* Fuchsia trace (.fxt, .fxt.gz) */
+	DECODE_TEXT,		/* per thread, "depth name begin_ns end_ns" per slice */
+};
+
+struct decode_opts {
+	const char *output;		/* output path, "-" for stdout */
+	enum decode_format format;
+	const char *sysroot;		/* prefix for mapped file paths (perf's --symfs) */
+	const char *debug_dir;		/* build-id cache, default ~/.debug */
+	int jobs;			/* decoder threads, 0: number of cores */
+	bool kernel;			/* decode kernel control flow (needs a kcore copy) */
+	bool strict;			/* a missing binary is an error, not "binary+0xoff" frames */
+	bool progress;			/* progress on stderr when the decode takes > 1 s */
+};
+
+struct decode_stats {
+	uint64_t insns;			/* instructions decoded */
+	uint64_t blocks;		/* libipt blocks */
+	uint64_t calls, returns;
+	uint64_t errors;		/* decode errors (each marked in the trace) */
+	uint64_t overflows;		/* OVF packets */
+	uint64_t syncs;			/* synchronisations (PSB) */
+	uint64_t bytes;			/* PT bytes decoded */
+	uint64_t threads;		/* threads with at least one slice */
+	uint64_t first_time, last_time;	/* absolute ns span of the decoded flow */
+	double seconds;			/* wall time of the decode */
+	bool trigger_placed;		/* the trigger marker was placed in a thread's flow */
+};
+
+/* Decode a capture; output per `opts`. */
+int ptdecode_capture(const struct capture *cap, const struct decode_opts *opts,
+		     struct decode_stats *stats);
+
+/* One memory image for raw mode (ptxed's --elf / --raw). */
+struct raw_image {
+	const char *path;
+	bool elf;			/* ELF: load executable PT_LOAD segments, at `vaddr` as base */
+	uint64_t from, to;		/* raw: file byte range, to == 0 means to the end */
+	uint64_t vaddr;			/* raw: load address; ELF: base added to p_vaddr */
+};
+
+/* Raw PT (ptxed style) with its decoding parameters. */
+struct raw_decode_opts {
+	const char *pt_path;
+	struct raw_image *images;
+	unsigned nr_images;
+	uint32_t cpu_family, cpu_model, cpu_stepping;	/* 0/0/0: no errata */
+	uint32_t mtc_freq, nom_freq;
+	uint32_t cpuid_0x15_eax, cpuid_0x15_ebx;
+	uint64_t tsc_hz;		/* TSC ticks per second for ns times, 0: ticks as ns */
+};
+
+int ptdecode_raw(const struct raw_decode_opts *raw, const struct decode_opts *opts,
+		 struct decode_stats *stats);
+
+#endif /* PTBPF_PTDECODE_H */

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Records the trigger BPF programs (bpf/) send to the loader (user/) over one BPF ring
+ * buffer. Plain fixed-size types only: the includer provides __u32/__u64 (vmlinux.h on
+ * the BPF side, <linux/types.h> in user space).
+ */
+#ifndef PTBPF_TRIGGER_H
+#define PTBPF_TRIGGER_H
+
+/* Most triggers on one command line. */
+#define MAX_TRIGGERS 16
+
+enum rec_type {
+	REC_TRIGGER = 1,
+};
+
+enum trigger_kind {
+	TRIGGER_NONE = 0,
+	TRIGGER_UPROBE = 1,		/* --uprobe: function entered */
+	TRIGGER_UPROBE_LATENCY = 2,	/* --latency-over with --uprobe: call slower than DUR */
+	TRIGGER_RUNQ_LATENCY = 3,	/* --latency-over alone: waited runnable longer than DUR */
+	TRIGGER_SYSCALL_LATENCY = 4,	/* --syscall-latency-over */
+	TRIGGER_KPROBE = 5,		/* --kprobe */
+	TRIGGER_TRACEPOINT = 6,		/* --tracepoint */
+	TRIGGER_SIGNAL = 7,		/* no trigger: Ctrl-C / SIGTERM (made by the loader) */
+	TRIGGER_EXIT = 8,		/* no trigger: the target exited (made by the loader) */
+	TRIGGER_DURATION = 9,		/* --duration elapsed with --snapshot-on-exit (loader) */
+};
+
+/* One fire. */
+struct trigger_rec {
+	__u32 type;		/* enum rec_type: REC_TRIGGER */
+	__u32 kind;		/* enum trigger_kind */
+	__u32 index;		/* the trigger's position on the command line */
+	__u32 cpu;
+	__u32 pid;		/* tgid */
+	__u32 tid;
+	__u64 ktime_ns;		/* bpf_ktime_get_ns() at the fire (CLOCK_MONOTONIC) */
+	__u64 ip;		/* user IP of the probe hit (uprobe/uretprobe), else 0 */
+	__u64 latency_ns;	/* latency triggers: measured latency, else 0 */
+	__u64 arg0, arg1;	/* the probe's first two arguments (syscall: nr, ret) */
+};
+
+#endif /* PTBPF_TRIGGER_H */

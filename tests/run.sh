@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# Runs every cmocka unit test (build/tests/test_*) and every integration test
+# (tests/integration/*.sh), then prints one cmocka-style summary.
+#
+# Integration test protocol: exit 0 = passed, 77 = skipped (the last line of output
+# says why, e.g. "SKIP: no kprobes in this kernel (CONFIG_KPROBES)"), anything else =
+# failed. Unit tests skip with cmocka's skip() after printing the reason.
+#
+# Environment: PTBPF (binary), BUILD (build dir), PYTHON; TESTS="pattern" runs a subset.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+: "${BUILD:=$top/build}" "${PTBPF:=$BUILD/ptbpf}" "${PYTHON:=python3}"
+export BUILD PTBPF PYTHON TOP="$top" SHARED="$(cd "$top/.." && pwd)/shared"
+[ -d "$SHARED" ] || SHARED="$top/../shared"
+export FXTCHECK="$SHARED/tools/fxtcheck.py"
+pattern=${TESTS:-}
+
+passed=0 failed=0 skipped=0 run=0
+failed_list=() skipped_list=()
+logdir=$BUILD/test-logs
+rm -rf "$logdir" && mkdir -p "$logdir"
+
+for bin in "$BUILD"/tests/test_*; do
+	[ -x "$bin" ] || continue
+	name=$(basename "$bin")
+	[ -n "$pattern" ] && [[ $name != *$pattern* ]] && continue
+	log=$logdir/$name.log
+	CMOCKA_MESSAGE_OUTPUT=STDOUT "$bin" >"$log" 2>&1
+	rc=$?
+	cat "$log"
+	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
+	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
+	s=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
+	t=$(sed -n 's/^\[==========\] \([0-9]*\) test(s) run.*/\1/p' "$log" | tail -1)
+	p=${p:-0} f=${f:-0} s=${s:-0} t=${t:-0}
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		# crashed or exited early: count it as one failure
+		f=1
+		t=$((t + 1))
+	fi
+	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s)) run=$((run + t))
+	[ "$f" -gt 0 ] && failed_list+=("$name (see $log)")
+	while read -r line; do
+		skipped_list+=("$name: $line")
+	done < <(sed -n 's/^SKIP: //p' "$log")
+done
+
+for script in "$top"/tests/integration/*.sh; do
+	[ -f "$script" ] || continue
+	name=$(basename "$script" .sh)
+	[ -n "$pattern" ] && [[ $name != *$pattern* ]] && continue
+	log=$logdir/$name.log
+	echo "[ RUN      ] $name"
+	start=$(date +%s)
+	bash "$script" >"$log" 2>&1
+	rc=$?
+	secs=$(( $(date +%s) - start ))
+	run=$((run + 1))
+	case $rc in
+	0)
+		passed=$((passed + 1))
+		echo "[       OK ] $name (${secs}s)"
+		;;
+	77)
+		skipped=$((skipped + 1))
+		why=$(grep -h '^SKIP:' "$log" | tail -1 | sed 's/^SKIP: //')
+		why=${why:-$(tail -1 "$log")}
+		echo "[  SKIPPED ] $name: $why"
+		skipped_list+=("$name: $why")
+		;;
+	*)
+		failed=$((failed + 1))
+		echo "[  FAILED  ] $name (exit $rc, ${secs}s); last lines of $log:"
+		tail -20 "$log" | sed 's/^/    /'
+		failed_list+=("$name (see $log)")
+		;;
+	esac
+done
+
+echo
+echo "[==========] $run test(s) run."
+echo "[  PASSED  ] $passed test(s)."
+if [ "$skipped" -gt 0 ]; then
+	echo "[  SKIPPED ] $skipped test(s), listed below:"
+	for s in "${skipped_list[@]}"; do echo "[  SKIPPED ] $s"; done
+fi
+if [ "$failed" -gt 0 ]; then
+	echo "[  FAILED  ] $failed test(s), listed below:"
+	for f in "${failed_list[@]}"; do echo "[  FAILED  ] $f"; done
+	echo
+	echo " $failed FAILED TEST(S)"
+	exit 1
+fi
+exit 0

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Capture backends: `pt` (Intel PT hardware, user/pt_backend.c) and `singlestep`
+ * (software PT from a ptraced target, user/ss_backend.c). Both fill the same struct
+ * capture (include/perfdata.h), written by the same perf.data writer.
+ *
+ * Life cycle, driven by user/capture.c:
+ *   open(target stopped) -> [target released] -> run -> freeze -> snapshot -> resume -> run ...
+ *   -> close (never leaves the target stopped, ptraced or probed).
+ */
+#ifndef PTBPF_BACKEND_H
+#define PTBPF_BACKEND_H
+
+#include <stdbool.h>
+
+#include "cli.h"
+#include "perfdata.h"
+
+struct backend;
+struct target;
+
+/*
+ * What the capture loop gives a backend's run(): fds to watch (the BPF ring buffer,
+ * a signalfd, the target's pidfd, a timerfd) and a check() that reads them.
+ * The pt backend sleeps in epoll on `fds` and calls check() when one is readable;
+ * the singlestep backend calls check() between steps (cheap: the ring buffer is
+ * mmapped) and polls `fds` every few thousand steps.
+ */
+struct run_hooks {
+	const int *fds;
+	int nr_fds;
+	/* > 0: stop now (a trigger fired, a signal, a timeout), 0: go on, < 0: error. */
+	int (*check)(void *ctx);
+	void *ctx;
+};
+
+enum run_result {
+	RUN_STOPPED = 0,	/* check() asked to stop; tracing is still on */
+	RUN_TARGET_EXITED = 1,	/* every thread of the target is gone */
+};
+
+struct backend_ops {
+	const char *name;	/* "pt", "singlestep" */
+	/*
+	 * Whether this host can run the backend; on false, `why` (if not NULL) gets a
+	 * one-line reason with the fix, as ptbpf doctor words it.
+	 */
+	bool (*usable)(char *why, size_t why_size);
+	/* Open the rings for `t` (spawned and held before exec, or a running pid). */
+	int (*open)(const struct capture_opts *opts, struct target *t, struct backend **out);
+	/* Start tracing; the caller then releases a spawned target. */
+	int (*start)(struct backend *b);
+	/* Run until hooks->check() > 0 (returns RUN_STOPPED) or the target is gone. */
+	int (*run)(struct backend *b, const struct run_hooks *hooks);
+	/* Stop tracing everywhere (after a trigger: as close to it as the path allows). */
+	int (*freeze)(struct backend *b);
+	/* Copy rings and sideband into `cap` (attrs, pt info, records, aux, vDSO). */
+	int (*snapshot)(struct backend *b, struct capture *cap);
+	/* Re-arm for the next snapshot. */
+	int (*resume)(struct backend *b);
+	/* One line for the summary: freeze path, rings, what ran. */
+	const char *(*describe)(struct backend *b);
+	/* Detach and free; NULL-safe. */
+	void (*close)(struct backend *b);
+};
+
+extern const struct backend_ops pt_backend_ops;
+extern const struct backend_ops ss_backend_ops;
+
+#endif /* PTBPF_BACKEND_H */

@@ -1,0 +1,9 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include "commands.h"
+#include "log.h"
+
+int cmd_dry_run(struct capture_opts *opts)
+{
+	elog("--dry-run: not implemented yet\n");
+	return 2;
+}

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* ptbpf entry point: subcommand dispatch; capture is the default mode. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "log.h"
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+} subcommands[] = {
+	{ "decode", cmd_decode },
+	{ "doctor", cmd_doctor },
+	{ "daemon", cmd_daemon },
+};
+
+int main(int argc, char **argv)
+{
+	struct capture_opts opts;
+	char name[64];
+	size_t i;
+	int err;
+
+	setvbuf(stdout, NULL, _IOLBF, BUFSIZ);
+	if (argc > 1) {
+		for (i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++) {
+			if (strcmp(argv[1], subcommands[i].name))
+				continue;
+			/* argp names itself after argv[0]: "ptbpf doctor". */
+			snprintf(name, sizeof(name), "ptbpf %s", subcommands[i].name);
+			argv[1] = name;
+			return subcommands[i].fn(argc - 1, argv + 1);
+		}
+	}
+
+	err = cli_parse_capture(argc, argv, &opts);
+	if (err) {
+		cli_free_capture(&opts);
+		return err;
+	}
+	err = opts.dry_run ? cmd_dry_run(&opts) : cmd_capture(&opts);
+	cli_free_capture(&opts);
+	return err;
+}
