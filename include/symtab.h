@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Function symbols of one ELF file (decoder/symtab.c), read with libelf: used by the
+ * triggers (name -> address -> file offset for uprobes) and by the decoder
+ * (address -> name). Names are raw (mangled); demangling is the decoder's symbolizer's job.
+ */
+#ifndef PTBPF_SYMTAB_H
+#define PTBPF_SYMTAB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct symtab;
+
+struct sym {
+	const char *name;	/* as in the ELF file; PLT entries are "func@plt" */
+	uint64_t addr;		/* link-time virtual address (st_value) */
+	uint64_t size;		/* bytes, 0 if the symbol has no size */
+};
+
+/*
+ * Load FUNC symbols from .symtab, else .dynsym, plus PLT entries. Returns 0, -ENOENT,
+ * -EACCES, -ENOEXEC (not an ELF file), or -ENODATA (no function symbols: stripped).
+ */
+int symtab__load(const char *path, struct symtab **out);
+void symtab__free(struct symtab *st);
+
+/* Exact name match (the first of equal names, preferring global binding). */
+const struct sym *symtab__find_name(const struct symtab *st, const char *name);
+/* The function containing `addr` (link-time address), or NULL. */
+const struct sym *symtab__find_addr(const struct symtab *st, uint64_t addr);
+/* Up to `max` names close to `name` (for "did you mean"); returns how many. */
+int symtab__suggest(const struct symtab *st, const char *name, const char **out, int max);
+/* File offset of a link-time address, through the PT_LOAD that maps it (uprobe offsets). */
+int symtab__addr_to_offset(const struct symtab *st, uint64_t addr, uint64_t *offset);
+
+/* ELF facts the decoder needs. */
+bool symtab__is_pie(const struct symtab *st);		/* ET_DYN */
+int symtab__build_id(const struct symtab *st, const uint8_t **id, uint32_t *size);
+uint32_t symtab__count(const struct symtab *st);
+const struct sym *symtab__get(const struct symtab *st, uint32_t i);	/* sorted by addr */
+
+#endif /* PTBPF_SYMTAB_H */

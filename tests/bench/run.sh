@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# `make bench`: runs every benchmark binary (build/bench/*) and script (tests/bench/*.sh).
+# Each prints its figures and its ratio against the named baseline.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+: "${BUILD:=$top/build}" "${PTBPF:=$BUILD/ptbpf}" "${PYTHON:=python3}"
+export BUILD PTBPF PYTHON TOP="$top" SHARED="$(cd "$top/.." && pwd)/shared"
+pattern=${BENCH:-}
+rc=0
+for b in "$BUILD"/bench/* "$here"/*.sh; do
+	[ -e "$b" ] || continue
+	name=$(basename "$b")
+	[ "$name" = run.sh ] && continue
+	[ -n "$pattern" ] && [[ $name != *$pattern* ]] && continue
+	echo "=== $name"
+	case $b in
+	*.sh) bash "$b" || rc=1 ;;
+	*) [ -x "$b" ] && { "$b" || rc=1; } ;;
+	esac
+	echo
+done
+exit $rc
