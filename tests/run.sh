@@ -13,9 +13,13 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 : "${BUILD:=$top/build}" "${PTBPF:=$BUILD/ptbpf}" "${PYTHON:=python3}"
-export BUILD PTBPF PYTHON TOP="$top" SHARED="$(cd "$top/.." && pwd)/shared"
-[ -d "$SHARED" ] || SHARED="$top/../shared"
-export FXTCHECK="$SHARED/tools/fxtcheck.py"
+# The team's shared notes, test data and FXT validator live beside the repository
+# (../shared); worktrees elsewhere find them through PTBPF_SHARED or /work/shared.
+for d in "${PTBPF_SHARED:-}" "$top/../shared" /work/shared; do
+	[ -n "$d" ] && [ -f "$d/tools/fxtcheck.py" ] && { SHARED=$(cd "$d" && pwd); break; }
+done
+: "${SHARED:?cannot find the shared directory (tools/fxtcheck.py, testdata/): set PTBPF_SHARED}"
+export BUILD PTBPF PYTHON TOP="$top" SHARED FXTCHECK="$SHARED/tools/fxtcheck.py"
 pattern=${TESTS:-}
 
 passed=0 failed=0 skipped=0 run=0
