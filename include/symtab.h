@@ -39,5 +39,24 @@ bool symtab__is_pie(const struct symtab *st);		/* ET_DYN */
 int symtab__build_id(const struct symtab *st, const uint8_t **id, uint32_t *size);
 uint32_t symtab__count(const struct symtab *st);
 const struct sym *symtab__get(const struct symtab *st, uint32_t i);	/* sorted by addr */
+const char *symtab__path(const struct symtab *st);	/* as given to symtab__load() */
+
+/* A PT_LOAD program header: what the decoder loads into libipt images. */
+struct sym_segment {
+	uint64_t vaddr;		/* p_vaddr, link time */
+	uint64_t memsz;		/* p_memsz */
+	uint64_t offset;	/* p_offset */
+	uint64_t filesz;	/* p_filesz */
+	uint32_t flags;		/* PF_X, PF_W, PF_R */
+};
+uint32_t symtab__nr_segments(const struct symtab *st);
+const struct sym_segment *symtab__segment(const struct symtab *st, uint32_t i);
+/*
+ * Load bias of a mapping (MMAP2: file offset `pgoff` mapped at `map_start`): run-time
+ * address = link-time address + bias. 0 for non-PIE executables mapped where linked.
+ * Returns 0, or -ENOENT when no PT_LOAD holds `pgoff`.
+ */
+int symtab__load_bias(const struct symtab *st, uint64_t map_start, uint64_t pgoff,
+		      uint64_t *bias);
 
 #endif /* PTBPF_SYMTAB_H */

@@ -1,0 +1,808 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Function symbols of one ELF file, read once with libelf into a sorted array.
+ *
+ * Lookups are binary searches: by address over the entries (sorted by address, best
+ * alias first), by name over a second array of indices sorted by name. Names live in
+ * one arena owned by the table, so the ELF file is closed as soon as it is read.
+ *
+ * PLT entries get "func@plt" names. They are found by reading the PLT sections'
+ * instructions: every entry that matters jumps through a GOT slot ("jmp *disp(%rip)",
+ * ff 25, possibly after endbr64 and a bnd prefix), and the GOT slot is the target of a
+ * JUMP_SLOT or GLOB_DAT relocation naming the function. This covers lazy .plt, the
+ * IBT split into .plt/.plt.sec, and .plt.got without knowing each linker's layout.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "symtab.h"
+
+/* One symbol of the table. `sym` comes first: symtab__get() hands out its address. */
+struct symtab_entry {
+	struct sym sym;		/* public view: name, link-time address, st_size */
+	uint64_t end;		/* first address past the function: addr + size, or for an
+				 * unsized symbol the next symbol or its section's end */
+	uint8_t rank;		/* alias preference at one address, lower is better */
+	uint8_t global;		/* STB_GLOBAL (find_name prefers it among equal names) */
+};
+
+struct symtab {
+	struct symtab_entry *entries;	/* sorted by address, then rank */
+	uint32_t nr;
+	uint32_t *by_name;		/* indices into entries, sorted by name, then global first */
+	char *names;			/* arena holding every name */
+	size_t names_len, names_cap;	/* bytes used / allocated in the arena */
+	struct sym_segment *segs;	/* PT_LOAD program headers, in file order */
+	uint32_t nr_segs;
+	uint8_t build_id[64];		/* NT_GNU_BUILD_ID descriptor, valid if build_id_size */
+	uint32_t build_id_size;
+	uint16_t e_type;		/* ET_EXEC, ET_DYN... */
+	uint64_t e_entry;		/* entry point (link time) */
+	char *path;			/* as given to symtab__load() */
+};
+
+/* A symbol as collected, before the arena stops moving (names are arena offsets). */
+struct raw_sym {
+	size_t name_off;	/* offset of the name in st->names */
+	uint64_t addr, size;
+	uint64_t sec_end;	/* end of the section holding it: bound for unsized symbols */
+	uint8_t rank, global;
+};
+
+struct collect {
+	struct raw_sym *v;	/* collected symbols */
+	size_t nr, cap;
+};
+
+static int arena_add(struct symtab *st, const char *s, const char *suffix, size_t *off)
+{
+	size_t len = strlen(s), slen = suffix ? strlen(suffix) : 0;
+	size_t need = st->names_len + len + slen + 1;
+
+	if (need > st->names_cap) {
+		size_t cap = st->names_cap ? st->names_cap : 4096;
+		char *p;
+
+		while (cap < need)
+			cap *= 2;
+		p = realloc(st->names, cap);
+		if (!p)
+			return -ENOMEM;
+		st->names = p;
+		st->names_cap = cap;
+	}
+	*off = st->names_len;
+	memcpy(st->names + st->names_len, s, len);
+	if (slen)
+		memcpy(st->names + st->names_len + len, suffix, slen);
+	st->names[st->names_len + len + slen] = '\0';
+	st->names_len = need;
+	return 0;
+}
+
+static int collect_add(struct symtab *st, struct collect *c, const char *name, const char *suffix,
+		       uint64_t addr, uint64_t size, uint64_t sec_end, uint8_t rank, bool global)
+{
+	struct raw_sym *r;
+	int err;
+
+	if (c->nr == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 256;
+		struct raw_sym *v = realloc(c->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		c->v = v;
+		c->cap = cap;
+	}
+	r = &c->v[c->nr];
+	err = arena_add(st, name, suffix, &r->name_off);
+	if (err)
+		return err;
+	r->addr = addr;
+	r->size = size;
+	r->sec_end = sec_end;
+	r->rank = rank;
+	r->global = global;
+	c->nr++;
+	return 0;
+}
+
+/*
+ * Preference among aliases at one address, as perf chooses: a sized FUNC over a label,
+ * global over weak over local, fewer leading underscores ("memcpy" over "__memcpy").
+ */
+static uint8_t sym_rank(const GElf_Sym *s, const char *name)
+{
+	uint8_t rank = 0;
+	int bind = GELF_ST_BIND(s->st_info);
+
+	if (GELF_ST_TYPE(s->st_info) == STT_NOTYPE)
+		rank += 16;
+	if (bind == STB_WEAK)
+		rank += 4;
+	else if (bind != STB_GLOBAL)
+		rank += 8;
+	while (*name == '_' && (rank & 3) < 3) {
+		rank++;
+		name++;
+	}
+	return rank;
+}
+
+/*
+ * Adds the FUNC (and IFUNC) symbols of one symbol table section; global labels in code
+ * sections too (hand-written assembly marks its entry points with no type). Returns how
+ * many were added, or -errno.
+ */
+static int collect_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct symtab *st,
+			   struct collect *c)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	size_t nsyms, i, shnum;
+	int added = 0, err;
+
+	if (!data || !sh->sh_entsize)
+		return 0;
+	if (elf_getshdrnum(elf, &shnum))
+		return 0;
+	nsyms = sh->sh_size / sh->sh_entsize;
+	for (i = 1; i < nsyms; i++) {
+		GElf_Shdr tsh;
+		Elf_Scn *tscn;
+		GElf_Sym s;
+		const char *name;
+		int type;
+
+		if (!gelf_getsym(data, (int)i, &s))
+			continue;
+		type = GELF_ST_TYPE(s.st_info);
+		if (s.st_shndx == SHN_UNDEF || s.st_shndx >= shnum || !s.st_value)
+			continue;
+		tscn = elf_getscn(elf, s.st_shndx);
+		if (!tscn || !gelf_getshdr(tscn, &tsh) || !(tsh.sh_flags & SHF_EXECINSTR))
+			continue;
+		if (type != STT_FUNC && type != STT_GNU_IFUNC &&
+		    !(type == STT_NOTYPE && GELF_ST_BIND(s.st_info) == STB_GLOBAL))
+			continue;
+		name = elf_strptr(elf, sh->sh_link, s.st_name);
+		if (!name || !*name)
+			continue;
+		err = collect_add(st, c, name, NULL, s.st_value, s.st_size,
+				  tsh.sh_addr + tsh.sh_size, sym_rank(&s, name),
+				  GELF_ST_BIND(s.st_info) == STB_GLOBAL);
+		if (err)
+			return err;
+		added++;
+	}
+	return added;
+}
+
+/* GOT slot -> symbol name, from the JUMP_SLOT and GLOB_DAT relocations. */
+struct got_name {
+	uint64_t slot;		/* address of the GOT entry */
+	const char *name;	/* points into the ELF's string table (valid while it is open) */
+};
+
+static int cmp_got(const void *a, const void *b)
+{
+	const struct got_name *x = a, *y = b;
+
+	return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
+static int collect_got_names(Elf *elf, struct got_name **out, size_t *nr_out)
+{
+	struct got_name *v = NULL;
+	size_t nr = 0, cap = 0;
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		Elf_Data *data, *symdata;
+		GElf_Shdr sh, symsh;
+		Elf_Scn *symscn;
+		size_t i, n;
+
+		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_RELA && sh.sh_type != SHT_REL))
+			continue;
+		symscn = elf_getscn(elf, sh.sh_link);
+		if (!symscn || !gelf_getshdr(symscn, &symsh) || symsh.sh_type != SHT_DYNSYM)
+			continue;
+		data = elf_getdata(scn, NULL);
+		symdata = elf_getdata(symscn, NULL);
+		if (!data || !symdata || !sh.sh_entsize)
+			continue;
+		n = sh.sh_size / sh.sh_entsize;
+		for (i = 0; i < n; i++) {
+			uint64_t info, offset;
+			const char *name;
+			GElf_Sym s;
+
+			if (sh.sh_type == SHT_RELA) {
+				GElf_Rela r;
+
+				if (!gelf_getrela(data, (int)i, &r))
+					continue;
+				info = r.r_info;
+				offset = r.r_offset;
+			} else {
+				GElf_Rel r;
+
+				if (!gelf_getrel(data, (int)i, &r))
+					continue;
+				info = r.r_info;
+				offset = r.r_offset;
+			}
+			if (GELF_R_TYPE(info) != R_X86_64_JUMP_SLOT &&
+			    GELF_R_TYPE(info) != R_X86_64_GLOB_DAT)
+				continue;
+			if (!GELF_R_SYM(info) || !gelf_getsym(symdata, (int)GELF_R_SYM(info), &s))
+				continue;
+			name = elf_strptr(elf, symsh.sh_link, s.st_name);
+			if (!name || !*name)
+				continue;
+			if (nr == cap) {
+				struct got_name *nv;
+
+				cap = cap ? cap * 2 : 64;
+				nv = realloc(v, cap * sizeof(*v));
+				if (!nv) {
+					free(v);
+					return -ENOMEM;
+				}
+				v = nv;
+			}
+			v[nr].slot = offset;
+			v[nr].name = name;
+			nr++;
+		}
+	}
+	if (nr)
+		qsort(v, nr, sizeof(*v), cmp_got);
+	*out = v;
+	*nr_out = nr;
+	return 0;
+}
+
+static const char *got_lookup(const struct got_name *v, size_t nr, uint64_t slot)
+{
+	size_t lo = 0, hi = nr;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].slot < slot)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < nr && v[lo].slot == slot ? v[lo].name : NULL;
+}
+
+/*
+ * The GOT slot an x86-64 PLT entry jumps through, or 0: "jmp *disp32(%rip)" (ff 25),
+ * optionally after endbr64 (f3 0f 1e fa) and/or a bnd prefix (f2).
+ */
+static uint64_t plt_entry_slot(const uint8_t *p, size_t len, uint64_t addr)
+{
+	size_t off = 0;
+	int32_t disp;
+
+	if (len >= 4 && p[0] == 0xf3 && p[1] == 0x0f && p[2] == 0x1e && p[3] == 0xfa)
+		off = 4;
+	if (off < len && p[off] == 0xf2)
+		off++;
+	if (off + 6 > len || p[off] != 0xff || p[off + 1] != 0x25)
+		return 0;
+	memcpy(&disp, p + off + 2, sizeof(disp));
+	return addr + off + 6 + (int64_t)disp;
+}
+
+static int collect_plt(Elf *elf, struct symtab *st, struct collect *c)
+{
+	struct got_name *got = NULL;
+	size_t nr_got = 0, shstrndx;
+	Elf_Scn *scn = NULL;
+	int err;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return 0;
+	err = collect_got_names(elf, &got, &nr_got);
+	if (err || !nr_got)
+		return err;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *secname;
+		Elf_Data *data;
+		GElf_Shdr sh;
+		uint64_t ent, off;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    !(sh.sh_flags & SHF_EXECINSTR))
+			continue;
+		secname = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!secname || strncmp(secname, ".plt", 4))
+			continue;
+		data = elf_getdata(scn, NULL);
+		if (!data || !data->d_buf)
+			continue;
+		/* .plt.got of non-IBT links has 8-byte entries; everything else 16. */
+		ent = sh.sh_entsize >= 8 && sh.sh_entsize <= 32 ? sh.sh_entsize : 16;
+		for (off = 0; off + ent <= data->d_size; off += ent) {
+			uint64_t slot = plt_entry_slot((const uint8_t *)data->d_buf + off, ent,
+						       sh.sh_addr + off);
+			const char *name = slot ? got_lookup(got, nr_got, slot) : NULL;
+
+			if (!name)
+				continue;
+			err = collect_add(st, c, name, "@plt", sh.sh_addr + off, ent,
+					  sh.sh_addr + sh.sh_size, 0, false);
+			if (err)
+				goto out;
+		}
+	}
+out:
+	free(got);
+	return err;
+}
+
+static void read_build_id(Elf *elf, struct symtab *st)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		size_t off = 0, name_off, desc_off;
+		GElf_Nhdr nh;
+		Elf_Data *data;
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		data = elf_getdata(scn, NULL);
+		if (!data || !data->d_buf)
+			continue;
+		while ((off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
+			    memcmp((char *)data->d_buf + name_off, "GNU", 4) ||
+			    !nh.n_descsz || nh.n_descsz > sizeof(st->build_id))
+				continue;
+			memcpy(st->build_id, (char *)data->d_buf + desc_off, nh.n_descsz);
+			st->build_id_size = nh.n_descsz;
+			return;
+		}
+	}
+}
+
+static int read_segments(Elf *elf, struct symtab *st)
+{
+	size_t phnum, i;
+
+	if (elf_getphdrnum(elf, &phnum) || !phnum)
+		return 0;
+	st->segs = calloc(phnum, sizeof(*st->segs));
+	if (!st->segs)
+		return -ENOMEM;
+	for (i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		st->segs[st->nr_segs++] = (struct sym_segment){
+			.vaddr = ph.p_vaddr,
+			.memsz = ph.p_memsz,
+			.offset = ph.p_offset,
+			.filesz = ph.p_filesz,
+			.flags = ph.p_flags,
+		};
+	}
+	return 0;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	const struct symtab_entry *x = a, *y = b;
+
+	if (x->sym.addr != y->sym.addr)
+		return x->sym.addr < y->sym.addr ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	return strcmp(x->sym.name, y->sym.name);
+}
+
+static int cmp_by_name(const void *a, const void *b, void *ctx)
+{
+	const struct symtab *st = ctx;
+	const struct symtab_entry *x = &st->entries[*(const uint32_t *)a];
+	const struct symtab_entry *y = &st->entries[*(const uint32_t *)b];
+	int c = strcmp(x->sym.name, y->sym.name);
+
+	if (c)
+		return c;
+	if (x->global != y->global)
+		return x->global ? -1 : 1;
+	return x->sym.addr < y->sym.addr ? -1 : x->sym.addr > y->sym.addr;
+}
+
+/* Turns the collected symbols into the sorted table, dropping exact duplicates. */
+static int finish_table(struct symtab *st, struct collect *c)
+{
+	uint32_t i, n = 0;
+
+	st->entries = calloc(c->nr ? c->nr : 1, sizeof(*st->entries));
+	if (!st->entries)
+		return -ENOMEM;
+	for (i = 0; i < c->nr; i++) {
+		struct symtab_entry *e = &st->entries[i];
+		const struct raw_sym *r = &c->v[i];
+
+		e->sym.name = st->names + r->name_off;
+		e->sym.addr = r->addr;
+		e->sym.size = r->size;
+		e->end = r->size ? r->addr + r->size : r->sec_end;
+		e->rank = r->rank;
+		e->global = r->global;
+	}
+	qsort(st->entries, c->nr, sizeof(*st->entries), cmp_entry);
+	for (i = 0; i < c->nr; i++) {
+		struct symtab_entry *e = &st->entries[i];
+
+		if (n && e->sym.addr == st->entries[n - 1].sym.addr &&
+		    !strcmp(e->sym.name, st->entries[n - 1].sym.name))
+			continue;
+		st->entries[n++] = *e;
+	}
+	st->nr = n;
+	/* An unsized symbol runs to the next symbol at a higher address. */
+	for (i = 0; i < n; i++) {
+		struct symtab_entry *e = &st->entries[i];
+		uint32_t j;
+
+		if (e->sym.size)
+			continue;
+		for (j = i + 1; j < n && st->entries[j].sym.addr == e->sym.addr; j++)
+			;
+		if (j < n && st->entries[j].sym.addr < e->end)
+			e->end = st->entries[j].sym.addr;
+		if (e->end <= e->sym.addr)
+			e->end = e->sym.addr + 1;
+	}
+	st->by_name = malloc((n ? n : 1) * sizeof(*st->by_name));
+	if (!st->by_name)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		st->by_name[i] = i;
+	qsort_r(st->by_name, n, sizeof(*st->by_name), cmp_by_name, st);
+	return 0;
+}
+
+static int load_elf(Elf *elf, struct symtab *st)
+{
+	struct collect c = {};
+	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
+	GElf_Shdr sh;
+	GElf_Ehdr eh;
+	int err = 0, funcs = 0;
+
+	if (!gelf_getehdr(elf, &eh))
+		return -ENOEXEC;
+	st->e_type = eh.e_type;
+	st->e_entry = eh.e_entry;
+	err = read_segments(elf, st);
+	if (err)
+		return err;
+	read_build_id(elf, st);
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == SHT_SYMTAB)
+			symtab = scn;
+		else if (sh.sh_type == SHT_DYNSYM)
+			dynsym = scn;
+	}
+	/* .symtab holds .dynsym's definitions too; .dynsym alone is what stripping leaves. */
+	if (symtab && gelf_getshdr(symtab, &sh)) {
+		funcs = collect_symbols(elf, symtab, &sh, st, &c);
+		if (funcs < 0) {
+			err = funcs;
+			goto out;
+		}
+	}
+	if (!funcs && dynsym && gelf_getshdr(dynsym, &sh)) {
+		funcs = collect_symbols(elf, dynsym, &sh, st, &c);
+		if (funcs < 0) {
+			err = funcs;
+			goto out;
+		}
+	}
+	if (!funcs) {
+		err = -ENODATA;
+		goto out;
+	}
+	err = collect_plt(elf, st, &c);
+	if (err)
+		goto out;
+	err = finish_table(st, &c);
+out:
+	free(c.v);
+	return err;
+}
+
+int symtab__load(const char *path, struct symtab **out)
+{
+	struct symtab *st = NULL;
+	Elf *elf = NULL;
+	int fd = -1, err;
+
+	if (!path || !out)
+		return -EINVAL;
+	*out = NULL;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOTSUP;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		err = -ENOEXEC;
+		goto cleanup;
+	}
+	st = calloc(1, sizeof(*st));
+	if (!st) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	st->path = strdup(path);
+	if (!st->path) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	err = load_elf(elf, st);
+	if (err)
+		goto cleanup;
+	*out = st;
+	st = NULL;
+cleanup:
+	symtab__free(st);
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
+void symtab__free(struct symtab *st)
+{
+	if (!st)
+		return;
+	free(st->entries);
+	free(st->by_name);
+	free(st->names);
+	free(st->segs);
+	free(st->path);
+	free(st);
+}
+
+const struct sym *symtab__find_name(const struct symtab *st, const char *name)
+{
+	uint32_t lo = 0, hi;
+
+	if (!st || !name)
+		return NULL;
+	hi = st->nr;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(st->entries[st->by_name[mid]].sym.name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < st->nr && !strcmp(st->entries[st->by_name[lo]].sym.name, name))
+		return &st->entries[st->by_name[lo]].sym;
+	return NULL;
+}
+
+const struct sym *symtab__find_addr(const struct symtab *st, uint64_t addr)
+{
+	uint32_t lo = 0, hi, i, steps;
+
+	if (!st || !st->nr)
+		return NULL;
+	/* The first entry above addr... */
+	hi = st->nr;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (st->entries[mid].sym.addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	/*
+	 * ...then back to the start of the alias group below it (best rank first), and a
+	 * few groups further for a sized function with a label inside it.
+	 */
+	for (i = lo, steps = 0; i-- > 0 && steps < 16; steps++) {
+		const struct symtab_entry *e = &st->entries[i];
+
+		while (i > 0 && st->entries[i - 1].sym.addr == e->sym.addr)
+			e = &st->entries[--i];
+		if (addr < e->end)
+			return &e->sym;
+	}
+	return NULL;
+}
+
+/* Edit distance, case-insensitive, with an early exit above `limit`. */
+static unsigned edit_distance(const char *a, const char *b, unsigned limit)
+{
+	size_t la = strlen(a), lb = strlen(b), i, j;
+	unsigned row[128], best;
+
+	if (lb >= sizeof(row) / sizeof(row[0]) || la >= 1024)
+		return limit + 1;
+	if ((la > lb ? la - lb : lb - la) > limit)
+		return limit + 1;
+	for (j = 0; j <= lb; j++)
+		row[j] = (unsigned)j;
+	for (i = 1; i <= la; i++) {
+		unsigned diag = row[0];
+
+		row[0] = (unsigned)i;
+		best = row[0];
+		for (j = 1; j <= lb; j++) {
+			unsigned up = row[j];
+			unsigned cost = tolower((unsigned char)a[i - 1]) !=
+					tolower((unsigned char)b[j - 1]);
+			unsigned v = diag + cost;
+
+			if (up + 1 < v)
+				v = up + 1;
+			if (row[j - 1] + 1 < v)
+				v = row[j - 1] + 1;
+			row[j] = v;
+			diag = up;
+			if (v < best)
+				best = v;
+		}
+		if (best > limit)
+			return limit + 1;
+	}
+	return row[lb];
+}
+
+int symtab__suggest(const struct symtab *st, const char *name, const char **out, int max)
+{
+	unsigned scores[32];
+	size_t nlen;
+	int n = 0;
+	uint32_t i;
+
+	if (!st || !name || !out || max <= 0)
+		return 0;
+	if (max > 32)
+		max = 32;
+	nlen = strlen(name);
+	for (i = 0; i < st->nr; i++) {
+		const char *cand = st->entries[st->by_name[i]].sym.name;
+		unsigned limit = nlen < 6 ? 2 : (unsigned)nlen / 3, score;
+		int k, pos;
+
+		/* names are sorted: skip the repeats of one name */
+		if (i && !strcmp(cand, st->entries[st->by_name[i - 1]].sym.name))
+			continue;
+		score = edit_distance(name, cand, limit);
+		if (score > limit) {
+			/* "slow" for "slow_path", "path" for "slow_path@plt" */
+			if (nlen < 3 || !strcasestr(cand, name))
+				continue;
+			score = limit + 1 + (unsigned)(strlen(cand) - nlen);
+		}
+		/* insertion into the best `max`, kept sorted by score */
+		for (pos = n; pos > 0 && scores[pos - 1] > score; pos--)
+			;
+		if (pos >= max)
+			continue;
+		for (k = (n < max ? n : max - 1); k > pos; k--) {
+			out[k] = out[k - 1];
+			scores[k] = scores[k - 1];
+		}
+		out[pos] = cand;
+		scores[pos] = score;
+		if (n < max)
+			n++;
+	}
+	return n;
+}
+
+int symtab__addr_to_offset(const struct symtab *st, uint64_t addr, uint64_t *offset)
+{
+	uint32_t i;
+
+	if (!st || !offset)
+		return -EINVAL;
+	for (i = 0; i < st->nr_segs; i++) {
+		const struct sym_segment *s = &st->segs[i];
+
+		if (addr >= s->vaddr && addr < s->vaddr + s->filesz) {
+			*offset = addr - s->vaddr + s->offset;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+bool symtab__is_pie(const struct symtab *st)
+{
+	return st && st->e_type == ET_DYN;
+}
+
+int symtab__build_id(const struct symtab *st, const uint8_t **id, uint32_t *size)
+{
+	if (!st || !id || !size)
+		return -EINVAL;
+	if (!st->build_id_size)
+		return -ENOENT;
+	*id = st->build_id;
+	*size = st->build_id_size;
+	return 0;
+}
+
+uint32_t symtab__count(const struct symtab *st)
+{
+	return st ? st->nr : 0;
+}
+
+const struct sym *symtab__get(const struct symtab *st, uint32_t i)
+{
+	return st && i < st->nr ? &st->entries[i].sym : NULL;
+}
+
+uint32_t symtab__nr_segments(const struct symtab *st)
+{
+	return st ? st->nr_segs : 0;
+}
+
+const struct sym_segment *symtab__segment(const struct symtab *st, uint32_t i)
+{
+	return st && i < st->nr_segs ? &st->segs[i] : NULL;
+}
+
+int symtab__load_bias(const struct symtab *st, uint64_t map_start, uint64_t pgoff, uint64_t *bias)
+{
+	uint32_t i;
+
+	if (!st || !bias)
+		return -EINVAL;
+	/*
+	 * The mapping of file offset `pgoff` at `map_start`: find the PT_LOAD holding that
+	 * offset; its p_vaddr (page-aligned down like the kernel maps it) lands at map_start.
+	 */
+	for (i = 0; i < st->nr_segs; i++) {
+		const struct sym_segment *s = &st->segs[i];
+		uint64_t seg_off = s->offset & ~0xfffull;
+
+		if (pgoff >= seg_off && pgoff < s->offset + (s->filesz ? s->filesz : 1)) {
+			uint64_t vaddr = (s->vaddr & ~0xfffull) + (pgoff - seg_off);
+
+			*bias = map_start - vaddr;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+const char *symtab__path(const struct symtab *st)
+{
+	return st ? st->path : NULL;
+}
