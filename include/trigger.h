@@ -10,6 +10,9 @@
 /* Most triggers on one command line. */
 #define MAX_TRIGGERS 16
 
+/* Latency uprobes: nested entries (recursion) remembered per thread and trigger. */
+#define TRIGGER_MAX_DEPTH 8
+
 enum rec_type {
 	REC_TRIGGER = 1,
 };
@@ -35,10 +38,16 @@ struct trigger_rec {
 	__u32 cpu;
 	__u32 pid;		/* tgid */
 	__u32 tid;
-	__u64 ktime_ns;		/* bpf_ktime_get_ns() at the fire (CLOCK_MONOTONIC) */
+	__u64 ktime_ns;		/* bpf_ktime_get_ns() at the fire (CLOCK_MONOTONIC): the probe
+				 * hit; for latency triggers the end of the slow interval */
 	__u64 ip;		/* user IP of the probe hit (uprobe/uretprobe), else 0 */
 	__u64 latency_ns;	/* latency triggers: measured latency, else 0 */
 	__u64 arg0, arg1;	/* the probe's first two arguments (syscall: nr, ret) */
+	/* Added by the trigger plane (issue 5): */
+	__u64 seq;		/* which qualifying hit this was (1-based, all triggers) */
+	__u64 func_ip;		/* uprobe: the probed address; latency uprobe: the function's
+				 * entry address (ip is then the return address); else 0 */
+	__u64 aux;		/* runq: the tid that ran before it on this CPU; else 0 */
 };
 
 #endif /* PTBPF_TRIGGER_H */

@@ -380,6 +380,7 @@ static error_t parse_capture_opt(int key, char *arg, struct argp_state *state)
 	case OPT_NTH:
 		return count_arg(state, "--nth", arg, 1, UINT32_MAX, &o->nth);
 	case OPT_MAX_SNAPSHOTS:
+		o->max_snapshots_set = true;
 		return count_arg(state, "--max-snapshots", arg, 1, 100000, &o->max_snapshots);
 	case OPT_COOLDOWN:
 		return duration_arg(state, "--cooldown", arg, &o->cooldown_ns);

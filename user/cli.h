@@ -48,6 +48,7 @@ struct capture_opts {
 	/* conditions, all enforced in the kernel where a BPF trigger is involved */
 	uint64_t nth;			/* fire on the Nth qualifying hit (1 = first) */
 	uint64_t max_snapshots;		/* 1 by default */
+	bool max_snapshots_set;		/* given on the command line (--dry-run: else no limit) */
 	uint64_t cooldown_ns;
 	uint64_t warmup_ns;
 	uint64_t duration_ns;		/* 0: no limit */

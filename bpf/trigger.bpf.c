@@ -1,0 +1,549 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Trigger programs: decide, in the kernel, the moment the rings are frozen.
+ *
+ * Every hook filters the target's threads, measures what its trigger measures, and hands
+ * a candidate to try_fire(), which applies the run's conditions (warmup, cooldown, nth,
+ * max) so that a storm of hits never wakes the loader. A fire writes one struct
+ * trigger_rec to the ring buffer `rb`.
+ *
+ * The same programs run in two attachment modes (user/triggers.c):
+ * - links: ordinary libbpf links; the return value does not matter (0 for kprobe-type
+ *   programs, which is cheapest; 1 for tracepoint programs, so that we never silence
+ *   another perf user of the same tracepoint);
+ * - gate (rodata gate_mode): filters on per-CPU tracepoint perf events, where the return
+ *   value decides whether the event overflows (1 = fire = aux_pause on that CPU).
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "trigger.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define TASK_RUNNING 0
+
+/* Per-run settings, written by the loader before load. */
+const volatile __u32 targ_tgid = 0;		/* 0: every process (--system-wide) */
+const volatile bool gate_mode = false;		/* return values gate perf events */
+const volatile __u64 nth = 1;			/* fire from the Nth qualifying hit on */
+const volatile __u64 max_fires = 0;		/* 0: no limit */
+const volatile __u64 cooldown_ns = 0;
+const volatile __u64 warmup_ns = 0;
+const volatile __u32 runq_index = 0;		/* index of the run-queue latency trigger */
+const volatile __u32 kinds[MAX_TRIGGERS] = {};	/* enum trigger_kind per index */
+const volatile __u64 thresh_ns[MAX_TRIGGERS] = {}; /* latency triggers: threshold */
+const volatile __s32 syscall_nrs[MAX_TRIGGERS] = {}; /* syscall triggers: nr, -1 = any */
+
+/* Written by the loader once everything is attached; warmup counts from here. */
+__u64 armed_ns = 0;
+
+/* Counters, per trigger index, read by the loader (-v). */
+__u64 hits[MAX_TRIGGERS] = {};		/* hook ran for a thread in scope */
+__u64 qualifying[MAX_TRIGGERS] = {};	/* met its own condition, past warmup and cooldown */
+__u64 fired[MAX_TRIGGERS] = {};		/* records written (or attempted: see dropped) */
+__u64 suppressed[MAX_TRIGGERS] = {};	/* met its condition but warmup/cooldown/nth/max said no */
+__u64 dropped = 0;			/* ring buffer full */
+__u64 depth_overflow = 0;		/* latency uprobe nested deeper than TRIGGER_MAX_DEPTH */
+
+/* Run-wide state of the conditions. */
+__u64 seq_counter = 0;			/* qualifying hits so far (all triggers) */
+__u64 fire_slots = 0;			/* fires handed out so far */
+__u64 last_fire_ns = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} rb SEC(".maps");
+
+/* Latency uprobes: entries of the calls in flight, per thread and trigger. */
+struct call_key {
+	__u32 tid;
+	__u32 index;
+};
+
+struct call_stack {
+	__u32 depth;		/* calls in flight; may exceed TRIGGER_MAX_DEPTH */
+	__u32 pad;
+	__u64 ts[TRIGGER_MAX_DEPTH];	/* entry time */
+	__u64 sp[TRIGGER_MAX_DEPTH];	/* stack pointer at entry: matches the return */
+	__u64 ip[TRIGGER_MAX_DEPTH];	/* entry address */
+	__u64 arg0[TRIGGER_MAX_DEPTH];
+	__u64 arg1[TRIGGER_MAX_DEPTH];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct call_key);
+	__type(value, struct call_stack);
+} calls SEC(".maps");
+
+static struct call_stack empty_stack;
+
+/* Run-queue latency: when each thread of the target became runnable. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u64);
+} runq_start SEC(".maps");
+
+/* tp fallback: threads known to belong to the target (tp records carry no tgid). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u32);
+} target_tids SEC(".maps");
+
+/* Syscall latency: the syscall in flight per thread. */
+struct sys_entry {
+	__u64 ts;
+	__s64 nr;
+	__u64 arg0;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct sys_entry);
+} sys_start SEC(".maps");
+
+static __always_inline bool in_scope(__u32 tgid)
+{
+	return !targ_tgid || tgid == targ_tgid;
+}
+
+/* What a hook knows about a candidate fire. */
+struct cand {
+	__u32 index;
+	__u32 kind;
+	__u32 pid;
+	__u32 tid;
+	__u64 now;
+	__u64 ip;
+	__u64 func_ip;
+	__u64 latency_ns;
+	__u64 arg0;
+	__u64 arg1;
+	__u64 aux;
+};
+
+/*
+ * The run's conditions, in the order a user reads them: hits during warmup or cooldown
+ * are ignored; the others are numbered; from the Nth on they fire, up to max_fires.
+ * Returns 1 if it fired.
+ */
+static __noinline int try_fire(struct cand *c)
+{
+	struct trigger_rec *rec;
+	__u32 i = c->index;
+	__u64 seq, slot, last;
+
+	if (i >= MAX_TRIGGERS)
+		return 0;
+	if (warmup_ns && (!armed_ns || (__s64)(c->now - armed_ns) < (__s64)warmup_ns))
+		goto suppress;
+	last = last_fire_ns;
+	if (cooldown_ns && last && (__s64)(c->now - last) < (__s64)cooldown_ns)
+		goto suppress;
+
+	__sync_fetch_and_add(&qualifying[i], 1);
+	seq = __sync_fetch_and_add(&seq_counter, 1) + 1;
+	if (seq < nth)
+		goto suppress;
+	slot = __sync_fetch_and_add(&fire_slots, 1);
+	if (max_fires && slot >= max_fires)
+		goto suppress;
+
+	last_fire_ns = c->now;
+	__sync_fetch_and_add(&fired[i], 1);
+	rec = bpf_ringbuf_reserve(&rb, sizeof(*rec), 0);
+	if (!rec) {
+		/* Still a fire: in gate mode the rings freeze; the loader learns it late. */
+		__sync_fetch_and_add(&dropped, 1);
+		return 1;
+	}
+	rec->type = REC_TRIGGER;
+	rec->kind = c->kind;
+	rec->index = i;
+	rec->cpu = bpf_get_smp_processor_id();
+	rec->pid = c->pid;
+	rec->tid = c->tid;
+	rec->ktime_ns = c->now;
+	rec->ip = c->ip;
+	rec->latency_ns = c->latency_ns;
+	rec->arg0 = c->arg0;
+	rec->arg1 = c->arg1;
+	rec->seq = seq;
+	rec->func_ip = c->func_ip;
+	rec->aux = c->aux;
+	bpf_ringbuf_submit(rec, 0);
+	return 1;
+
+suppress:
+	__sync_fetch_and_add(&suppressed[i], 1);
+	return 0;
+}
+
+/* Return value of a kprobe-type program (uprobe, uretprobe, kprobe). */
+static __always_inline int kprobe_ret(int fire)
+{
+	return gate_mode ? fire : 0;
+}
+
+/* Return value of a tracepoint program. */
+static __always_inline int tp_ret(int fire)
+{
+	return gate_mode ? fire : 1;
+}
+
+/* An entry probe (uprobe or kprobe) hit: the cookie is the trigger's index. */
+static __always_inline int probe_hit(struct pt_regs *ctx, __u32 kind)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct cand c = {};
+
+	if (!in_scope(id >> 32))
+		return 0;
+	c.index = bpf_get_attach_cookie(ctx);
+	if (c.index >= MAX_TRIGGERS)
+		return 0;
+	__sync_fetch_and_add(&hits[c.index], 1);
+	c.kind = kind;
+	c.pid = id >> 32;
+	c.tid = (__u32)id;
+	c.now = bpf_ktime_get_ns();
+	c.ip = PT_REGS_IP(ctx);
+	c.func_ip = c.ip;
+	c.arg0 = PT_REGS_PARM1(ctx);
+	c.arg1 = PT_REGS_PARM2(ctx);
+	return kprobe_ret(try_fire(&c));
+}
+
+/* --uprobe BIN:SYM: the function was entered. */
+SEC("uprobe")
+int BPF_KPROBE(uprobe_hit)
+{
+	return probe_hit(ctx, TRIGGER_UPROBE);
+}
+
+/* --latency-over with --uprobe: remember the entry (recursion: one slot per depth). */
+SEC("uprobe")
+int BPF_KPROBE(uprobe_entry)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct call_key key = { .tid = (__u32)id };
+	struct call_stack *st;
+	__u32 d;
+
+	if (!in_scope(id >> 32))
+		return 0;
+	key.index = bpf_get_attach_cookie(ctx);
+	st = bpf_map_lookup_elem(&calls, &key);
+	if (!st) {
+		bpf_map_update_elem(&calls, &key, &empty_stack, BPF_NOEXIST);
+		st = bpf_map_lookup_elem(&calls, &key);
+		if (!st)
+			return 0;
+	}
+	d = st->depth;
+	if (d >= TRIGGER_MAX_DEPTH) {
+		/* Too deep to time: counted so that the matching return is not mistaken. */
+		st->depth = d + 1;
+		__sync_fetch_and_add(&depth_overflow, 1);
+		return 0;
+	}
+	st->ts[d] = bpf_ktime_get_ns();
+	st->sp[d] = PT_REGS_SP(ctx);
+	st->ip[d] = PT_REGS_IP(ctx);
+	st->arg0[d] = PT_REGS_PARM1(ctx);
+	st->arg1[d] = PT_REGS_PARM2(ctx);
+	st->depth = d + 1;
+	return 0;
+}
+
+/* The call returns: its entry is the innermost one whose stack pointer matches. */
+SEC("uretprobe")
+int BPF_KRETPROBE(uretprobe_exit)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct call_key key = { .tid = (__u32)id };
+	struct call_stack *st;
+	struct cand c = {};
+	__u64 now, ret_sp;
+	__u32 d, i, slot;
+
+	if (!in_scope(id >> 32))
+		return 0;
+	now = bpf_ktime_get_ns();
+	key.index = bpf_get_attach_cookie(ctx);
+	if (key.index >= MAX_TRIGGERS)
+		return 0;
+	st = bpf_map_lookup_elem(&calls, &key);
+	if (!st || !st->depth)
+		return 0;
+	d = st->depth;
+	if (d > TRIGGER_MAX_DEPTH) {
+		st->depth = d - 1;
+		return 0;
+	}
+	/*
+	 * After `ret` the stack pointer is one slot above the entry's. Entries deeper than
+	 * the match belong to frames left without a return (longjmp): drop them. With no
+	 * match (the kernel reported another sp), trust the nesting.
+	 */
+	ret_sp = PT_REGS_SP(ctx);
+	slot = d - 1;
+	for (i = 0; i < TRIGGER_MAX_DEPTH; i++) {
+		if (i >= d)
+			break;
+		if (st->sp[(d - 1 - i) & (TRIGGER_MAX_DEPTH - 1)] + 8 == ret_sp) {
+			slot = d - 1 - i;
+			break;
+		}
+	}
+	slot &= TRIGGER_MAX_DEPTH - 1;
+	st->depth = slot;
+
+	c.index = key.index & (MAX_TRIGGERS - 1);
+	__sync_fetch_and_add(&hits[c.index], 1);
+	c.latency_ns = now - st->ts[slot];
+	if (c.latency_ns <= thresh_ns[c.index])
+		return 0;
+	c.kind = TRIGGER_UPROBE_LATENCY;
+	c.pid = id >> 32;
+	c.tid = (__u32)id;
+	c.now = now;
+	c.ip = PT_REGS_IP(ctx);
+	c.func_ip = st->ip[slot];
+	c.arg0 = st->arg0[slot];
+	c.arg1 = st->arg1[slot];
+	return kprobe_ret(try_fire(&c));
+}
+
+/* --kprobe SYM: the kernel function was entered in a thread in scope. */
+SEC("kprobe")
+int BPF_KPROBE(kprobe_hit)
+{
+	return probe_hit(ctx, TRIGGER_KPROBE);
+}
+
+/*
+ * --tracepoint CAT:NAME: a hit in a thread in scope. The record's first two 8-byte words
+ * after the common header stand for the "arguments" (the format file says what they are).
+ */
+SEC("tp")
+int tracepoint_hit(void *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct cand c = {};
+	__u64 args[2] = {};
+
+	if (!in_scope(id >> 32))
+		return tp_ret(0);
+	c.index = bpf_get_attach_cookie(ctx);
+	if (c.index >= MAX_TRIGGERS)
+		return tp_ret(0);
+	__sync_fetch_and_add(&hits[c.index], 1);
+	bpf_probe_read_kernel(args, sizeof(args), ctx + sizeof(struct trace_entry));
+	c.kind = TRIGGER_TRACEPOINT;
+	c.pid = id >> 32;
+	c.tid = (__u32)id;
+	c.now = bpf_ktime_get_ns();
+	c.arg0 = args[0];
+	c.arg1 = args[1];
+	return tp_ret(try_fire(&c));
+}
+
+/* ---- run-queue latency (runqslower's method) ---- */
+
+static __always_inline void runq_enqueue(__u32 tgid, __u32 tid)
+{
+	__u64 ts;
+
+	if (!tid || !in_scope(tgid))
+		return;
+	ts = bpf_ktime_get_ns();
+	bpf_map_update_elem(&runq_start, &tid, &ts, BPF_ANY);
+}
+
+/* `next` is about to run: fire if it waited runnable longer than the threshold. */
+static __always_inline int runq_switch(__u32 next_tid, __u32 next_tgid, __u32 prev_tid)
+{
+	struct cand c = {};
+	__u64 *tsp, now;
+	__u32 i = runq_index & (MAX_TRIGGERS - 1);
+
+	tsp = bpf_map_lookup_elem(&runq_start, &next_tid);
+	if (!tsp)
+		return 0;
+	now = bpf_ktime_get_ns();
+	c.latency_ns = now - *tsp;
+	bpf_map_delete_elem(&runq_start, &next_tid);
+	__sync_fetch_and_add(&hits[i], 1);
+	if (c.latency_ns <= thresh_ns[i])
+		return 0;
+	c.index = i;
+	c.kind = TRIGGER_RUNQ_LATENCY;
+	c.pid = next_tgid;
+	c.tid = next_tid;
+	c.now = now;
+	c.aux = prev_tid;
+	return try_fire(&c);
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(sched_wakeup, struct task_struct *p)
+{
+	runq_enqueue(BPF_CORE_READ(p, tgid), BPF_CORE_READ(p, pid));
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(sched_wakeup_new, struct task_struct *p)
+{
+	runq_enqueue(BPF_CORE_READ(p, tgid), BPF_CORE_READ(p, pid));
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	/* A preempted thread is runnable again from now on. */
+	if (BPF_CORE_READ(prev, __state) == TASK_RUNNING)
+		runq_enqueue(BPF_CORE_READ(prev, tgid), BPF_CORE_READ(prev, pid));
+	runq_switch(BPF_CORE_READ(next, pid), BPF_CORE_READ(next, tgid),
+		    BPF_CORE_READ(prev, pid));
+	return 0;
+}
+
+/*
+ * tp variants: for kernels without tp_btf, and for gate mode (only a tracepoint perf
+ * event can pause PT). Their records have no tgid: the target's threads are learnt when
+ * they are switched out (then they are `current`).
+ */
+static __always_inline bool tp_tid_in_scope(__u32 tid)
+{
+	return !targ_tgid || bpf_map_lookup_elem(&target_tids, &tid);
+}
+
+SEC("tp/sched/sched_wakeup")
+int tp_sched_wakeup(struct trace_event_raw_sched_wakeup_template *ctx)
+{
+	__u32 tid = ctx->pid;
+
+	if (tp_tid_in_scope(tid))
+		runq_enqueue(targ_tgid, tid);
+	return tp_ret(0);
+}
+
+SEC("tp/sched/sched_wakeup_new")
+int tp_sched_wakeup_new(struct trace_event_raw_sched_wakeup_template *ctx)
+{
+	__u32 tid = ctx->pid;
+
+	if (tp_tid_in_scope(tid))
+		runq_enqueue(targ_tgid, tid);
+	return tp_ret(0);
+}
+
+SEC("tp/sched/sched_switch")
+int tp_sched_switch(struct trace_event_raw_sched_switch *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 prev = ctx->prev_pid, next = ctx->next_pid, one = 1;
+
+	/* prev is current here. */
+	if (prev && in_scope(id >> 32)) {
+		if (targ_tgid)
+			bpf_map_update_elem(&target_tids, &prev, &one, BPF_ANY);
+		if (ctx->prev_state == TASK_RUNNING)
+			runq_enqueue(id >> 32, prev);
+	}
+	/* System-wide, next's tgid is unknown here: 0, the loader looks it up. */
+	return tp_ret(runq_switch(next, targ_tgid, prev));
+}
+
+/* ---- syscall latency ---- */
+
+static __always_inline void sys_enter_common(long nr, __u64 arg0)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct sys_entry e;
+	__u32 tid = (__u32)id;
+
+	if (!in_scope(id >> 32))
+		return;
+	e.ts = bpf_ktime_get_ns();
+	e.nr = nr;
+	e.arg0 = arg0;
+	bpf_map_update_elem(&sys_start, &tid, &e, BPF_ANY);
+}
+
+static __always_inline int sys_exit_common(long ret)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct sys_entry *e;
+	struct cand c = {};
+	__u32 tid = (__u32)id, i;
+	__u64 now;
+
+	if (!in_scope(id >> 32))
+		return 0;
+	e = bpf_map_lookup_elem(&sys_start, &tid);
+	if (!e)
+		return 0;
+	now = bpf_ktime_get_ns();
+	c.latency_ns = now - e->ts;
+	c.arg0 = e->nr;
+	c.arg1 = ret;
+	bpf_map_delete_elem(&sys_start, &tid);
+	for (i = 0; i < MAX_TRIGGERS; i++) {
+		if (kinds[i] != TRIGGER_SYSCALL_LATENCY)
+			continue;
+		if (syscall_nrs[i] >= 0 && syscall_nrs[i] != (__s64)c.arg0)
+			continue;
+		__sync_fetch_and_add(&hits[i], 1);
+		if (c.latency_ns <= thresh_ns[i])
+			continue;
+		c.index = i;
+		c.kind = TRIGGER_SYSCALL_LATENCY;
+		c.pid = id >> 32;
+		c.tid = tid;
+		c.now = now;
+		return try_fire(&c);
+	}
+	return 0;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
+{
+	sys_enter_common(id, PT_REGS_PARM1_CORE_SYSCALL(regs));
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
+{
+	sys_exit_common(ret);
+	return 0;
+}
+
+SEC("tp/raw_syscalls/sys_enter")
+int tp_sys_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	sys_enter_common(ctx->id, ctx->args[0]);
+	return tp_ret(0);
+}
+
+SEC("tp/raw_syscalls/sys_exit")
+int tp_sys_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	return tp_ret(sys_exit_common(ctx->ret));
+}

@@ -1,0 +1,1123 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* The trigger plane's loader side: resolve, configure, load, attach, read. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <gelf.h>
+#include <libelf.h>
+
+#include "log.h"
+#include "syscalls.h"
+#include "triggers.h"
+#include "skel/trigger.skel.h"
+
+/* Links per trigger at most: entry + return uprobe, or three sched hooks, ... */
+#define MAX_LINKS (MAX_TRIGGERS * 3 + 8)
+
+struct trig {
+	enum trigger_kind kind;
+	char *desc;		/* "uprobe /path/bin:sym" for messages and JSON */
+	/* uprobes */
+	char *bin;		/* absolute path */
+	char *func;		/* symbol, NULL with an address */
+	uint64_t off;		/* +OFF within func, or the file offset of an address */
+	/* kprobe: func; tracepoint: cat/name */
+	char *cat, *name;
+	int syscall_nr;		/* -1: any */
+};
+
+struct gate {
+	int index;
+	char name[96];			/* GROUP/NAME */
+	__u64 tp_id;
+	struct bpf_program *prog;
+	bool tracefs_defined;		/* we wrote it to uprobe_events/kprobe_events */
+	char probe_events[16];		/* "uprobe_events" or "kprobe_events" */
+};
+
+struct triggers {
+	struct trigger_bpf *skel;
+	enum trigger_attach_mode mode;
+	pid_t tgid;			/* 0: system-wide */
+	int nr;
+	struct trig trig[MAX_TRIGGERS];
+	struct bpf_link *links[MAX_LINKS];
+	int nr_links;
+	struct gate gates[MAX_TRIGGERS];
+	int nr_gates;
+	bool tp_btf;			/* tp_btf programs usable (else tp variants) */
+	struct ring_buffer *rb;
+	trigger_cb cb;
+	void *cb_ctx;
+	char tracefs[32];		/* mount point, "" until needed */
+	char group[32];			/* tracefs group of our probes: ptbpf_<pid> */
+};
+
+static int make_gates(struct triggers *t);
+static int ringbuf_sample(void *ctx, void *data, size_t size);
+
+static int libbpf_print_fn(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	/* libbpf warns on expected failures (probing): only show them on request. */
+	if (level == LIBBPF_DEBUG && ptbpf_log_level < LOG_DEBUG_EXTRA)
+		return 0;
+	if (level != LIBBPF_DEBUG && ptbpf_log_level < LOG_DEBUG)
+		return 0;
+	log_vprintf(LOG_DEBUG, fmt, args);
+	return 0;
+}
+
+const char *trigger_kind_name(enum trigger_kind kind)
+{
+	switch (kind) {
+	case TRIGGER_UPROBE:
+		return "uprobe";
+	case TRIGGER_UPROBE_LATENCY:
+		return "uprobe_latency";
+	case TRIGGER_RUNQ_LATENCY:
+		return "runq_latency";
+	case TRIGGER_SYSCALL_LATENCY:
+		return "syscall_latency";
+	case TRIGGER_KPROBE:
+		return "kprobe";
+	case TRIGGER_TRACEPOINT:
+		return "tracepoint";
+	case TRIGGER_SIGNAL:
+		return "signal";
+	case TRIGGER_EXIT:
+		return "exit";
+	case TRIGGER_DURATION:
+		return "duration";
+	default:
+		return "none";
+	}
+}
+
+bool triggers__usage_error(int err)
+{
+	switch (err) {
+	case -EINVAL:
+	case -ENOENT:
+	case -ENOEXEC:
+	case -ENODATA:
+	case -EOPNOTSUPP:
+	case -ESRCH:
+	case -EPERM:
+	case -EACCES:
+	case -ENAMETOOLONG:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* ---- resolving what the user named ---- */
+
+/* BIN as libbpf would find it (a path, or a name on $PATH / in the library dirs). */
+static int resolve_binary(const char *bin, char **out)
+{
+	static const char *const lib_dirs[] = { "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
+						"/lib64", "/usr/lib64", "/lib", "/usr/lib" };
+	char buf[PATH_MAX];
+	const char *path, *p, *end;
+	size_t i;
+
+	if (strchr(bin, '/')) {
+		if (access(bin, R_OK))
+			return -errno;
+		*out = realpath(bin, NULL);
+		return *out ? 0 : -errno;
+	}
+	path = getenv("PATH");
+	for (p = path ? path : ""; *p; p = *end ? end + 1 : end) {
+		end = strchrnul(p, ':');
+		if (end == p)
+			continue;
+		snprintf(buf, sizeof(buf), "%.*s/%s", (int)(end - p), p, bin);
+		if (!access(buf, X_OK))
+			goto found;
+	}
+	for (i = 0; i < sizeof(lib_dirs) / sizeof(lib_dirs[0]); i++) {
+		snprintf(buf, sizeof(buf), "%s/%s", lib_dirs[i], bin);
+		if (!access(buf, R_OK))
+			goto found;
+	}
+	return -ENOENT;
+found:
+	*out = realpath(buf, NULL);
+	return *out ? 0 : -errno;
+}
+
+/*
+ * File offset of a link-time address, through the PT_LOAD segment that maps it: what a
+ * uprobe on BIN:0xADDR needs.
+ */
+static int addr_to_file_offset(const char *path, uint64_t addr, uint64_t *offset)
+{
+	GElf_Phdr ph;
+	size_t i, n;
+	Elf *elf = NULL;
+	int fd, err = -ENOEXEC;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOEXEC;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &n))
+		goto cleanup;
+	err = -ERANGE;
+	for (i = 0; i < n; i++) {
+		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
+			continue;
+		if (addr >= ph.p_vaddr && addr < ph.p_vaddr + ph.p_filesz) {
+			*offset = addr - ph.p_vaddr + ph.p_offset;
+			err = 0;
+			break;
+		}
+	}
+cleanup:
+	elf_end(elf);
+	close(fd);
+	return err;
+}
+
+/* "BIN:SYM[+OFF]" or "BIN:0xADDR". */
+static int parse_uprobe(const char *arg, struct trig *tr)
+{
+	char *copy, *colon, *sym, *plus, *end;
+	uint64_t addr = 0;
+	int err;
+
+	copy = strdup(arg);
+	if (!copy)
+		return -ENOMEM;
+	colon = strrchr(copy, ':');
+	if (!colon || colon == copy || !colon[1]) {
+		elog("invalid --uprobe '%s': expected BIN:SYM[+OFF] or BIN:0xADDR\n", arg);
+		err = -EINVAL;
+		goto cleanup;
+	}
+	*colon = '\0';
+	sym = colon + 1;
+	err = resolve_binary(copy, &tr->bin);
+	if (err) {
+		elog("--uprobe %s: cannot open '%s': %s\n", arg, copy, strerror(-err));
+		goto cleanup;
+	}
+	if (!strncmp(sym, "0x", 2) || !strncmp(sym, "0X", 2)) {
+		errno = 0;
+		addr = strtoull(sym, &end, 16);
+		if (errno || *end || end == sym + 2) {
+			elog("invalid --uprobe '%s': bad address '%s'\n", arg, sym);
+			err = -EINVAL;
+			goto cleanup;
+		}
+		err = addr_to_file_offset(tr->bin, addr, &tr->off);
+		if (err == -ERANGE) {
+			elog("--uprobe %s: 0x%llx is not in an executable segment of %s\n", arg,
+			     (unsigned long long)addr, tr->bin);
+			err = -EINVAL;
+		} else if (err) {
+			elog("--uprobe %s: cannot read %s as an ELF file: %s\n", arg, tr->bin,
+			     strerror(-err));
+		}
+		goto cleanup;
+	}
+	plus = strchr(sym, '+');
+	if (plus) {
+		*plus = '\0';
+		errno = 0;
+		tr->off = strtoull(plus + 1, &end, 0);
+		if (errno || *end || !plus[1] || !*sym) {
+			elog("invalid --uprobe '%s': bad offset '+%s'\n", arg, plus + 1);
+			err = -EINVAL;
+			goto cleanup;
+		}
+	}
+	tr->func = strdup(sym);
+	err = tr->func ? 0 : -ENOMEM;
+cleanup:
+	free(copy);
+	return err;
+}
+
+/* The tracefs mount point, mounting it where it is missing (we run as root). */
+static int find_tracefs(struct triggers *t)
+{
+	static const char *const dirs[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
+	char buf[PATH_MAX];
+	size_t i;
+
+	if (t->tracefs[0])
+		return 0;
+	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(buf, sizeof(buf), "%s/events", dirs[i]);
+		if (!access(buf, F_OK)) {
+			snprintf(t->tracefs, sizeof(t->tracefs), "%s", dirs[i]);
+			return 0;
+		}
+	}
+	if (!mount("nodev", dirs[0], "tracefs", 0, NULL)) {
+		dlog("mounted tracefs on %s\n", dirs[0]);
+		snprintf(t->tracefs, sizeof(t->tracefs), "%s", dirs[0]);
+		return 0;
+	}
+	elog("tracefs is not mounted and mounting it on %s failed: %s\n", dirs[0],
+	     strerror(errno));
+	return -EOPNOTSUPP;
+}
+
+static bool tracepoint_exists(struct triggers *t, const char *cat, const char *name)
+{
+	char path[PATH_MAX];
+
+	if (find_tracefs(t))
+		return false;
+	snprintf(path, sizeof(path), "%s/events/%s/%s/id", t->tracefs, cat, name);
+	return !access(path, R_OK);
+}
+
+static int parse_tracepoint(struct triggers *t, const char *arg, struct trig *tr)
+{
+	const char *colon = strchr(arg, ':');
+
+	if (!colon || colon == arg || !colon[1] || strchr(colon + 1, ':') || strchr(arg, '/')) {
+		elog("invalid --tracepoint '%s': expected CAT:NAME, e.g. sched:sched_switch\n", arg);
+		return -EINVAL;
+	}
+	tr->cat = strndup(arg, colon - arg);
+	tr->name = strdup(colon + 1);
+	if (!tr->cat || !tr->name)
+		return -ENOMEM;
+	if (!tracepoint_exists(t, tr->cat, tr->name)) {
+		elog("no tracepoint '%s' in this kernel (see %s/available_events)\n", arg,
+		     t->tracefs[0] ? t->tracefs : "/sys/kernel/tracing");
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static int resolve_syscall(const struct trigger_spec *spec, struct trig *tr)
+{
+	const char *close[4];
+	int n, nr;
+
+	tr->syscall_nr = -1;
+	if (!spec->syscall_name)
+		return 0;
+	nr = syscall_nr(spec->syscall_name);
+	if (nr >= 0) {
+		tr->syscall_nr = nr;
+		return 0;
+	}
+	n = syscall_suggest(spec->syscall_name, close, 4);
+	if (n)
+		elog("unknown syscall '%s' (did you mean %s%s%s%s%s%s%s?)\n", spec->syscall_name,
+		     close[0], n > 1 ? ", " : "", n > 1 ? close[1] : "", n > 2 ? ", " : "",
+		     n > 2 ? close[2] : "", n > 3 ? ", " : "", n > 3 ? close[3] : "");
+	else
+		elog("unknown syscall '%s' (names as in asm/unistd_64.h, e.g. nanosleep)\n",
+		     spec->syscall_name);
+	return -EINVAL;
+}
+
+static int describe(struct trig *tr, const struct trigger_spec *spec)
+{
+	char lat[32] = "";
+	int n;
+
+	if (spec->latency_ns)
+		fmt_duration(spec->latency_ns, lat, sizeof(lat));
+	switch (tr->kind) {
+	case TRIGGER_UPROBE:
+	case TRIGGER_UPROBE_LATENCY:
+		if (tr->func && tr->off)
+			n = asprintf(&tr->desc, "%s %s:%s+0x%llx", trigger_kind_name(tr->kind),
+				     tr->bin, tr->func, (unsigned long long)tr->off);
+		else if (tr->func)
+			n = asprintf(&tr->desc, "%s %s:%s", trigger_kind_name(tr->kind), tr->bin,
+				     tr->func);
+		else
+			n = asprintf(&tr->desc, "%s %s:%s", trigger_kind_name(tr->kind), tr->bin,
+				     strrchr(spec->arg, ':') + 1);
+		if (n > 0 && tr->kind == TRIGGER_UPROBE_LATENCY) {
+			char *d = tr->desc;
+
+			n = asprintf(&tr->desc, "%s > %s", d, lat);
+			free(d);
+		}
+		break;
+	case TRIGGER_RUNQ_LATENCY:
+		n = asprintf(&tr->desc, "runq_latency > %s", lat);
+		break;
+	case TRIGGER_SYSCALL_LATENCY:
+		n = asprintf(&tr->desc, "syscall_latency %s > %s",
+			     spec->syscall_name ? spec->syscall_name : "*", lat);
+		break;
+	case TRIGGER_KPROBE:
+		n = asprintf(&tr->desc, "kprobe %s", spec->arg);
+		break;
+	case TRIGGER_TRACEPOINT:
+		n = asprintf(&tr->desc, "tracepoint %s", spec->arg);
+		break;
+	default:
+		n = asprintf(&tr->desc, "%s", trigger_kind_name(tr->kind));
+		break;
+	}
+	if (n < 0) {
+		tr->desc = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int resolve_trigger(struct triggers *t, const struct trigger_spec *spec, struct trig *tr)
+{
+	int err;
+
+	tr->kind = spec->kind;
+	tr->syscall_nr = -1;
+	switch (spec->kind) {
+	case TRIGGER_UPROBE:
+	case TRIGGER_UPROBE_LATENCY:
+		err = parse_uprobe(spec->arg, tr);
+		if (!err && spec->kind == TRIGGER_UPROBE_LATENCY && (!tr->func || tr->off)) {
+			elog("--latency-over needs a function entry: --uprobe BIN:SYM, not '%s'\n",
+			     spec->arg);
+			err = -EINVAL;
+		}
+		break;
+	case TRIGGER_KPROBE:
+		if (!spec->arg || !*spec->arg || strpbrk(spec->arg, " :/")) {
+			elog("invalid --kprobe '%s': expected a kernel function name\n",
+			     spec->arg ? spec->arg : "");
+			return -EINVAL;
+		}
+		tr->func = strdup(spec->arg);
+		err = tr->func ? 0 : -ENOMEM;
+		break;
+	case TRIGGER_TRACEPOINT:
+		err = parse_tracepoint(t, spec->arg, tr);
+		break;
+	case TRIGGER_SYSCALL_LATENCY:
+		err = resolve_syscall(spec, tr);
+		break;
+	case TRIGGER_RUNQ_LATENCY:
+		err = 0;
+		break;
+	default:
+		elog("trigger kind %d cannot be armed by BPF\n", spec->kind);
+		return -EINVAL;
+	}
+	return err ?: describe(tr, spec);
+}
+
+/* ---- configuring and loading ---- */
+
+static bool have_tp_btf(void)
+{
+	const char *force = getenv("PTBPF_NO_TP_BTF");
+	struct btf *btf;
+	bool ok;
+
+	/* The tp fallback can be forced, so that it is tested on kernels that have tp_btf. */
+	if (force && *force && strcmp(force, "0"))
+		return false;
+	/* tp_btf needs the kernel's BTF, with the tracepoints' btf_trace_* types in it. */
+	btf = btf__load_vmlinux_btf();
+	if (!btf)
+		return false;
+	ok = btf__find_by_name_kind(btf, "btf_trace_sched_switch", BTF_KIND_TYPEDEF) > 0 &&
+	     btf__find_by_name_kind(btf, "btf_trace_sys_enter", BTF_KIND_TYPEDEF) > 0;
+	btf__free(btf);
+	return ok;
+}
+
+static void autoload(struct bpf_program *prog, bool on)
+{
+	bpf_program__set_autoload(prog, on);
+}
+
+/* Which programs the triggers need, and which of them are gates. */
+static void select_programs(struct triggers *t)
+{
+	struct trigger_bpf *s = t->skel;
+	bool gate = t->mode == TRIGGER_ATTACH_GATE;
+	int i;
+
+	for (i = 0; i < t->nr; i++) {
+		switch (t->trig[i].kind) {
+		case TRIGGER_UPROBE:
+			autoload(s->progs.uprobe_hit, true);
+			break;
+		case TRIGGER_UPROBE_LATENCY:
+			autoload(s->progs.uprobe_entry, true);
+			autoload(s->progs.uretprobe_exit, true);
+			break;
+		case TRIGGER_KPROBE:
+			autoload(s->progs.kprobe_hit, true);
+			break;
+		case TRIGGER_TRACEPOINT:
+			autoload(s->progs.tracepoint_hit, true);
+			break;
+		case TRIGGER_RUNQ_LATENCY:
+			autoload(s->progs.sched_wakeup, t->tp_btf);
+			autoload(s->progs.sched_wakeup_new, t->tp_btf);
+			autoload(s->progs.tp_sched_wakeup, !t->tp_btf);
+			autoload(s->progs.tp_sched_wakeup_new, !t->tp_btf);
+			/* Only a tracepoint perf event can gate: the switch is the tp program. */
+			autoload(s->progs.sched_switch, t->tp_btf && !gate);
+			autoload(s->progs.tp_sched_switch, !t->tp_btf || gate);
+			break;
+		case TRIGGER_SYSCALL_LATENCY:
+			autoload(s->progs.sys_enter, t->tp_btf);
+			autoload(s->progs.tp_sys_enter, !t->tp_btf);
+			autoload(s->progs.sys_exit, t->tp_btf && !gate);
+			autoload(s->progs.tp_sys_exit, !t->tp_btf || gate);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+static void disable_all_programs(struct trigger_bpf *s)
+{
+	struct bpf_program *prog;
+
+	bpf_object__for_each_program(prog, s->obj)
+		bpf_program__set_autoload(prog, false);
+}
+
+static int configure(struct triggers *t, const struct capture_opts *o)
+{
+	struct trigger_bpf__rodata *ro = t->skel->rodata;
+	int i;
+
+	ro->targ_tgid = t->tgid;
+	ro->gate_mode = t->mode == TRIGGER_ATTACH_GATE;
+	ro->nth = o->nth ? o->nth : 1;
+	ro->max_fires = o->max_snapshots;
+	ro->cooldown_ns = o->cooldown_ns;
+	ro->warmup_ns = o->warmup_ns;
+	for (i = 0; i < t->nr; i++) {
+		ro->kinds[i] = t->trig[i].kind;
+		ro->thresh_ns[i] = o->triggers[i].latency_ns;
+		ro->syscall_nrs[i] = t->trig[i].syscall_nr;
+		if (t->trig[i].kind == TRIGGER_RUNQ_LATENCY)
+			ro->runq_index = i;
+	}
+	disable_all_programs(t->skel);
+	select_programs(t);
+	return 0;
+}
+
+int triggers__new(const struct capture_opts *o, pid_t tgid, enum trigger_attach_mode mode,
+		  struct triggers **out)
+{
+	struct triggers *t;
+	int i, err, runq = 0;
+
+	if (!o || !out || (mode != TRIGGER_ATTACH_LINKS && mode != TRIGGER_ATTACH_GATE) ||
+	    o->nr_triggers < 0 || o->nr_triggers > MAX_TRIGGERS || (!o->system_wide && tgid <= 0))
+		return -EINVAL;
+	*out = NULL;
+	libbpf_set_print(libbpf_print_fn);
+
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->mode = mode;
+	t->tgid = o->system_wide ? 0 : tgid;
+	t->nr = o->nr_triggers;
+	snprintf(t->group, sizeof(t->group), "ptbpf_%d", getpid());
+	t->tp_btf = have_tp_btf();
+
+	for (i = 0; i < t->nr; i++) {
+		if (o->triggers[i].kind == TRIGGER_RUNQ_LATENCY && runq++) {
+			elog("only one run-queue latency trigger (--latency-over without --uprobe)\n");
+			err = -EINVAL;
+			goto cleanup;
+		}
+		err = resolve_trigger(t, &o->triggers[i], &t->trig[i]);
+		if (err)
+			goto cleanup;
+	}
+
+	t->skel = trigger_bpf__open();
+	if (!t->skel) {
+		err = -errno;
+		elog("cannot open the trigger BPF object: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	err = configure(t, o);
+	if (err)
+		goto cleanup;
+	err = trigger_bpf__load(t->skel);
+	if (err) {
+		elog("cannot load the trigger BPF programs: %s (run with -vvv for the verifier "
+		     "log)\n", strerror(-err));
+		goto cleanup;
+	}
+	t->rb = ring_buffer__new(bpf_map__fd(t->skel->maps.rb), ringbuf_sample, t, NULL);
+	if (!t->rb) {
+		err = -errno;
+		elog("cannot set up the trigger ring buffer: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	if (mode == TRIGGER_ATTACH_GATE) {
+		err = make_gates(t);
+		if (err)
+			goto cleanup;
+	}
+	vlog("triggers: %d loaded (%s, %s)\n", t->nr,
+	     mode == TRIGGER_ATTACH_GATE ? "gate mode" : "links",
+	     t->tp_btf ? "tp_btf" : "tp fallback");
+	*out = t;
+	return 0;
+
+cleanup:
+	triggers__free(t);
+	return err;
+}
+
+/* ---- attaching ---- */
+
+static void detach_all(struct triggers *t)
+{
+	while (t->nr_links > 0)
+		bpf_link__destroy(t->links[--t->nr_links]);
+}
+
+static int add_link(struct triggers *t, struct bpf_link *link)
+{
+	if (!link)
+		return -errno ?: -EINVAL;
+	if (t->nr_links >= MAX_LINKS) {
+		bpf_link__destroy(link);
+		return -E2BIG;
+	}
+	t->links[t->nr_links++] = link;
+	return 0;
+}
+
+static int attach_uprobe(struct triggers *t, int i, struct bpf_program *prog, bool ret)
+{
+	struct trig *tr = &t->trig[i];
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = i, .retprobe = ret, .func_name = tr->func);
+	pid_t pid = t->tgid ? t->tgid : -1;
+	int err;
+
+	/*
+	 * pid = tgid installs the breakpoint in the target's address space only (all its
+	 * threads: the uprobe filter works per mm), which matters for shared libraries.
+	 */
+	err = add_link(t, bpf_program__attach_uprobe_opts(prog, pid, tr->bin, tr->off, &opts));
+	if (!err)
+		return 0;
+	if (err == -ENOENT && tr->func)
+		elog("%s: no function '%s' in %s (or the binary is stripped: check with "
+		     "nm -D / nm)\n", tr->desc, tr->func, tr->bin);
+	else if (err == -ESRCH)
+		elog("%s: no process with PID %d\n", tr->desc, pid);
+	else
+		elog("%s: cannot attach the uprobe: %s\n", tr->desc, strerror(-err));
+	return err;
+}
+
+static bool have_kprobes(struct triggers *t)
+{
+	char path[PATH_MAX];
+
+	if (!access("/sys/bus/event_source/devices/kprobe/type", R_OK))
+		return true;
+	if (find_tracefs(t))
+		return false;
+	snprintf(path, sizeof(path), "%s/kprobe_events", t->tracefs);
+	return !access(path, W_OK);
+}
+
+static int kprobe_unavailable(struct triggers *t, int i)
+{
+	elog("%s: this kernel has no kprobes (no kprobe PMU in /sys/bus/event_source/devices, "
+	     "no kprobe_events in tracefs: built without CONFIG_KPROBES?)\n", t->trig[i].desc);
+	return -EOPNOTSUPP;
+}
+
+static int attach_kprobe(struct triggers *t, int i)
+{
+	LIBBPF_OPTS(bpf_kprobe_opts, opts, .bpf_cookie = i);
+	int err;
+
+	if (!have_kprobes(t))
+		return kprobe_unavailable(t, i);
+	err = add_link(t, bpf_program__attach_kprobe_opts(t->skel->progs.kprobe_hit,
+							  t->trig[i].func, &opts));
+	if (err)
+		elog("%s: cannot attach: %s (is it a traceable kernel function? see "
+		     "available_filter_functions)\n", t->trig[i].desc, strerror(-err));
+	return err;
+}
+
+static int attach_tracepoint(struct triggers *t, int i)
+{
+	LIBBPF_OPTS(bpf_tracepoint_opts, opts, .bpf_cookie = i);
+	int err;
+
+	err = add_link(t, bpf_program__attach_tracepoint_opts(t->skel->progs.tracepoint_hit,
+							      t->trig[i].cat, t->trig[i].name,
+							      &opts));
+	if (err)
+		elog("%s: cannot attach: %s\n", t->trig[i].desc, strerror(-err));
+	return err;
+}
+
+/* A program several triggers share (sys_enter serves every syscall trigger): once. */
+static int attach_shared(struct triggers *t, struct bpf_program *prog)
+{
+	int err;
+
+	if (!bpf_program__autoload(prog))
+		return 0;
+	err = add_link(t, bpf_program__attach(prog));
+	if (err)
+		elog("cannot attach %s: %s\n", bpf_program__section_name(prog), strerror(-err));
+	return err;
+}
+
+int triggers__arm(struct triggers *t)
+{
+	if (!t)
+		return -EINVAL;
+	t->skel->bss->armed_ns = mono_ns();
+	return 0;
+}
+
+int triggers__attach(struct triggers *t)
+{
+	struct trigger_bpf *s;
+	bool gate;
+	int i, err = 0;
+
+	if (!t || !t->skel || t->nr_links)
+		return -EINVAL;
+	s = t->skel;
+	gate = t->mode == TRIGGER_ATTACH_GATE;
+	for (i = 0; i < t->nr && !err; i++) {
+		switch (t->trig[i].kind) {
+		case TRIGGER_UPROBE:
+			if (!gate)
+				err = attach_uprobe(t, i, s->progs.uprobe_hit, false);
+			break;
+		case TRIGGER_UPROBE_LATENCY:
+			err = attach_uprobe(t, i, s->progs.uprobe_entry, false);
+			if (!err && !gate)
+				err = attach_uprobe(t, i, s->progs.uretprobe_exit, true);
+			break;
+		case TRIGGER_KPROBE:
+			if (!gate)
+				err = attach_kprobe(t, i);
+			break;
+		case TRIGGER_TRACEPOINT:
+			if (!gate)
+				err = attach_tracepoint(t, i);
+			break;
+		default:
+			break;
+		}
+	}
+	if (!err)
+		err = attach_shared(t, s->progs.sched_wakeup);
+	if (!err)
+		err = attach_shared(t, s->progs.sched_wakeup_new);
+	if (!err)
+		err = attach_shared(t, s->progs.tp_sched_wakeup);
+	if (!err)
+		err = attach_shared(t, s->progs.tp_sched_wakeup_new);
+	if (!err)
+		err = attach_shared(t, s->progs.sched_switch);
+	if (!err && !gate)
+		err = attach_shared(t, s->progs.tp_sched_switch);
+	if (!err)
+		err = attach_shared(t, s->progs.sys_enter);
+	if (!err)
+		err = attach_shared(t, s->progs.tp_sys_enter);
+	if (!err)
+		err = attach_shared(t, s->progs.sys_exit);
+	if (!err && !gate)
+		err = attach_shared(t, s->progs.tp_sys_exit);
+	if (err) {
+		detach_all(t);
+		return err;
+	}
+	vlog("triggers: attached (%d links%s)\n", t->nr_links,
+	     gate ? ", gates left to the caller" : "");
+	return triggers__arm(t);
+}
+
+/* ---- gate mode: tracefs probes and tracepoint perf events ---- */
+
+static int tracefs_write(struct triggers *t, const char *file, const char *line)
+{
+	char path[PATH_MAX];
+	ssize_t n;
+	int fd, err = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", t->tracefs, file);
+	fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = write(fd, line, strlen(line));
+	if (n < 0)
+		err = -errno;
+	else if ((size_t)n != strlen(line))
+		err = -EIO;
+	close(fd);
+	return err;
+}
+
+static int read_tp_id(struct triggers *t, const char *group_name, __u64 *id)
+{
+	char path[PATH_MAX];
+	unsigned long long v;
+	FILE *f;
+	int n;
+
+	snprintf(path, sizeof(path), "%s/events/%s/id", t->tracefs, group_name);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	n = fscanf(f, "%llu", &v);
+	fclose(f);
+	if (n != 1)
+		return -EIO;
+	*id = v;
+	return 0;
+}
+
+/* Define "p:"/"r:" GROUP/NAME TARGET in uprobe_events or kprobe_events. */
+static int define_probe(struct triggers *t, struct gate *g, const char *file, char type,
+			const char *name, const char *target)
+{
+	char line[PATH_MAX + 128];
+	int err;
+
+	snprintf(g->name, sizeof(g->name), "%s/%s", t->group, name);
+	snprintf(line, sizeof(line), "%c:%s %s\n", type, g->name, target);
+	err = tracefs_write(t, file, line);
+	if (err)
+		return err;
+	g->tracefs_defined = true;
+	snprintf(g->probe_events, sizeof(g->probe_events), "%s", file);
+	return read_tp_id(t, g->name, &g->tp_id);
+}
+
+static int add_gate(struct triggers *t, int i, struct bpf_program *prog, struct gate **out)
+{
+	struct gate *g = &t->gates[t->nr_gates++];
+
+	g->index = i;
+	g->prog = prog;
+	*out = g;
+	return 0;
+}
+
+static int add_tp_gate(struct triggers *t, int i, struct bpf_program *prog, const char *cat,
+		       const char *name)
+{
+	struct gate *g;
+	int err;
+
+	add_gate(t, i, prog, &g);
+	snprintf(g->name, sizeof(g->name), "%s/%s", cat, name);
+	err = read_tp_id(t, g->name, &g->tp_id);
+	if (err)
+		elog("%s: cannot read the id of tracepoint %s: %s\n", t->trig[i].desc, g->name,
+		     strerror(-err));
+	return err;
+}
+
+static int add_uprobe_gate(struct triggers *t, int i, bool ret)
+{
+	struct trig *tr = &t->trig[i];
+	char target[PATH_MAX + 32], name[32];
+	struct gate *g;
+	int err;
+
+	if (tr->func) {
+		/* tracefs takes a file offset: the symbol needs the ELF symbol table. */
+		elog("%s: gate mode needs BIN:0xADDR until symbol lookup is available\n",
+		     tr->desc);
+		return -EOPNOTSUPP;
+	}
+	add_gate(t, i, ret ? t->skel->progs.uretprobe_exit : t->skel->progs.uprobe_hit, &g);
+	snprintf(name, sizeof(name), "%c%d", ret ? 'r' : 'u', i);
+	snprintf(target, sizeof(target), "%s:0x%llx", tr->bin, (unsigned long long)tr->off);
+	err = define_probe(t, g, "uprobe_events", ret ? 'r' : 'p', name, target);
+	if (err)
+		elog("%s: cannot define the tracefs uprobe %s: %s\n", tr->desc, g->name,
+		     strerror(-err));
+	return err;
+}
+
+static int add_kprobe_gate(struct triggers *t, int i)
+{
+	char name[32];
+	struct gate *g;
+	int err;
+
+	if (!have_kprobes(t))
+		return kprobe_unavailable(t, i);
+	add_gate(t, i, t->skel->progs.kprobe_hit, &g);
+	snprintf(name, sizeof(name), "k%d", i);
+	err = define_probe(t, g, "kprobe_events", 'p', name, t->trig[i].func);
+	if (err)
+		elog("%s: cannot define the tracefs kprobe %s: %s\n", t->trig[i].desc, g->name,
+		     strerror(-err));
+	return err;
+}
+
+static int make_gates(struct triggers *t)
+{
+	bool syscall_gate = false;
+	int i, err = 0;
+
+	err = find_tracefs(t);
+	for (i = 0; i < t->nr && !err; i++) {
+		switch (t->trig[i].kind) {
+		case TRIGGER_UPROBE:
+			err = add_uprobe_gate(t, i, false);
+			break;
+		case TRIGGER_UPROBE_LATENCY:
+			err = add_uprobe_gate(t, i, true);
+			break;
+		case TRIGGER_KPROBE:
+			err = add_kprobe_gate(t, i);
+			break;
+		case TRIGGER_TRACEPOINT:
+			err = add_tp_gate(t, i, t->skel->progs.tracepoint_hit, t->trig[i].cat,
+					  t->trig[i].name);
+			break;
+		case TRIGGER_RUNQ_LATENCY:
+			err = add_tp_gate(t, i, t->skel->progs.tp_sched_switch, "sched",
+					  "sched_switch");
+			break;
+		case TRIGGER_SYSCALL_LATENCY:
+			/* One program decides for every syscall trigger. */
+			if (!syscall_gate)
+				err = add_tp_gate(t, i, t->skel->progs.tp_sys_exit, "raw_syscalls",
+						  "sys_exit");
+			syscall_gate = true;
+			break;
+		default:
+			break;
+		}
+	}
+	return err;
+}
+
+int triggers__nr_gates(const struct triggers *t)
+{
+	return t ? t->nr_gates : -EINVAL;
+}
+
+int triggers__gate(const struct triggers *t, int i, struct trigger_gate *g)
+{
+	if (!t || !g || i < 0 || i >= t->nr_gates)
+		return -EINVAL;
+	g->index = t->gates[i].index;
+	g->name = t->gates[i].name;
+	g->tp_id = t->gates[i].tp_id;
+	g->prog_fd = bpf_program__fd(t->gates[i].prog);
+	return 0;
+}
+
+int triggers__attach_gate(struct triggers *t, int i, int perf_fd)
+{
+	LIBBPF_OPTS(bpf_perf_event_opts, opts);
+	int err;
+
+	if (!t || i < 0 || i >= t->nr_gates || perf_fd < 0)
+		return -EINVAL;
+	opts.bpf_cookie = t->gates[i].index;
+	err = add_link(t, bpf_program__attach_perf_event_opts(t->gates[i].prog, perf_fd, &opts));
+	if (err)
+		elog("%s: cannot attach the program to %s: %s\n", t->trig[t->gates[i].index].desc,
+		     t->gates[i].name, strerror(-err));
+	return err;
+}
+
+static void remove_gates(struct triggers *t)
+{
+	char line[160];
+	int i, err, tries;
+
+	for (i = t->nr_gates - 1; i >= 0; i--) {
+		struct gate *g = &t->gates[i];
+
+		if (!g->tracefs_defined)
+			continue;
+		snprintf(line, sizeof(line), "-:%s\n", g->name);
+		/* A perf event just closed may still be released asynchronously: retry a bit. */
+		for (tries = 0; tries < 50; tries++) {
+			err = tracefs_write(t, g->probe_events, line);
+			if (err != -EBUSY)
+				break;
+			usleep(10000);
+		}
+		if (err && err != -ENOENT)
+			elog("cannot remove tracefs probe %s: %s (remove it with: echo '-:%s' >> "
+			     "%s/%s)\n", g->name, strerror(-err), g->name, t->tracefs,
+			     g->probe_events);
+		g->tracefs_defined = false;
+	}
+}
+
+/* ---- reading fires ---- */
+
+static int ringbuf_sample(void *ctx, void *data, size_t size)
+{
+	struct triggers *t = ctx;
+
+	if (size < sizeof(struct trigger_rec))
+		return 0;
+	return t->cb ? t->cb(t->cb_ctx, data) : 0;
+}
+
+int triggers__ringbuf_fd(const struct triggers *t)
+{
+	if (!t || !t->skel)
+		return -EINVAL;
+	return bpf_map__fd(t->skel->maps.rb);
+}
+
+int triggers__consume(struct triggers *t, trigger_cb cb, void *ctx)
+{
+	int n;
+
+	if (!t || !t->rb || !cb)
+		return -EINVAL;
+	t->cb = cb;
+	t->cb_ctx = ctx;
+	n = ring_buffer__consume(t->rb);
+	t->cb = NULL;
+	t->cb_ctx = NULL;
+	return n;
+}
+
+__u64 triggers__fire_count(const struct triggers *t)
+{
+	__u64 n = 0;
+	int i;
+
+	if (!t || !t->skel)
+		return 0;
+	for (i = 0; i < MAX_TRIGGERS; i++)
+		n += __atomic_load_n(&t->skel->bss->fired[i], __ATOMIC_RELAXED);
+	return n;
+}
+
+int triggers__count(const struct triggers *t)
+{
+	return t ? t->nr : -EINVAL;
+}
+
+const char *triggers__describe(const struct triggers *t, int index)
+{
+	if (!t || index < 0 || index >= t->nr)
+		return NULL;
+	return t->trig[index].desc;
+}
+
+enum trigger_kind triggers__kind(const struct triggers *t, int index)
+{
+	if (!t || index < 0 || index >= t->nr)
+		return TRIGGER_NONE;
+	return t->trig[index].kind;
+}
+
+int triggers__stats(const struct triggers *t, int index, struct trigger_stats *st)
+{
+	const struct trigger_bpf__bss *b;
+
+	if (!t || !t->skel || !st || index < 0 || index >= t->nr)
+		return -EINVAL;
+	b = t->skel->bss;
+	st->hits = __atomic_load_n(&b->hits[index], __ATOMIC_RELAXED);
+	st->qualifying = __atomic_load_n(&b->qualifying[index], __ATOMIC_RELAXED);
+	st->fired = __atomic_load_n(&b->fired[index], __ATOMIC_RELAXED);
+	st->suppressed = __atomic_load_n(&b->suppressed[index], __ATOMIC_RELAXED);
+	return 0;
+}
+
+__u64 triggers__dropped(const struct triggers *t)
+{
+	if (!t || !t->skel)
+		return 0;
+	return __atomic_load_n(&t->skel->bss->dropped, __ATOMIC_RELAXED);
+}
+
+void triggers__print_stats(const struct triggers *t)
+{
+	struct trigger_stats st;
+	int i;
+
+	if (!t || !t->skel)
+		return;
+	for (i = 0; i < t->nr; i++) {
+		if (triggers__stats(t, i, &st))
+			continue;
+		vlog("trigger %d (%s): %llu hits, %llu qualifying, %llu fired, %llu suppressed\n",
+		     i, t->trig[i].desc, (unsigned long long)st.hits,
+		     (unsigned long long)st.qualifying, (unsigned long long)st.fired,
+		     (unsigned long long)st.suppressed);
+	}
+	if (t->skel->bss->dropped)
+		vlog("triggers: %llu fires lost: ring buffer full\n",
+		     (unsigned long long)t->skel->bss->dropped);
+	if (t->skel->bss->depth_overflow)
+		vlog("triggers: %llu calls nested deeper than %d were not timed\n",
+		     (unsigned long long)t->skel->bss->depth_overflow, TRIGGER_MAX_DEPTH);
+}
+
+void triggers__free(struct triggers *t)
+{
+	int i;
+
+	if (!t)
+		return;
+	detach_all(t);
+	ring_buffer__free(t->rb);
+	trigger_bpf__destroy(t->skel);
+	remove_gates(t);
+	for (i = 0; i < MAX_TRIGGERS; i++) {
+		free(t->trig[i].desc);
+		free(t->trig[i].bin);
+		free(t->trig[i].func);
+		free(t->trig[i].cat);
+		free(t->trig[i].name);
+	}
+	free(t);
+}

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The trigger plane: the BPF programs of bpf/trigger.bpf.c, configured from the command
+ * line, attached, and read through one BPF ring buffer of struct trigger_rec
+ * (include/trigger.h). Conditions (nth, max, cooldown, warmup) are enforced in the
+ * kernel; user space only sees the fires.
+ *
+ * Links mode (any kernel with BPF ring buffers), as the capture loop and --dry-run use it:
+ *
+ *	triggers__new(opts, tgid, TRIGGER_ATTACH_LINKS, &t);	resolve, configure, load
+ *	triggers__attach(t);					attach; warmup starts
+ *	target__release(target);
+ *	epoll on triggers__ringbuf_fd(t) → triggers__consume(t, cb, ctx);   (non-blocking)
+ *	triggers__print_stats(t);				-v
+ *	triggers__free(t);					detach everything
+ *
+ * Gate mode (the pt backend's in-kernel freeze, aux_pause, Linux 6.13+): the trigger that
+ * fires is a tracepoint perf event (a real tracepoint, or a uprobe/kprobe that
+ * triggers__new() defines once in tracefs, group "ptbpf_<pid>"), and the program's return
+ * value gates it (1 = fire). triggers__attach() attaches only the helpers that record
+ * (entry uprobes of latency triggers, wakeups, sys_enter). Then, for each gate i:
+ *
+ *	triggers__gate(t, i, &g);
+ *	per CPU N: perf_event_open({ .type = PERF_TYPE_TRACEPOINT, .config = g.tp_id,
+ *		.sample_period = 1, aux_pause = 1, exclude_kernel = 0 }, -1, N, pt_fd[N], 0);
+ *	triggers__attach_gate(t, i, fd_of_any_one_cpu);	once per gate: one program list
+ *							per tracepoint serves every CPU
+ *	...
+ *	close every per-CPU perf fd, THEN triggers__free(t): tracefs refuses to remove a probe
+ *	(EBUSY) while a perf event holds it.
+ *
+ * Fires come from any thread of the target (tgid filtered in BPF), or from any thread on
+ * the host with opts->system_wide (tgid 0).
+ *
+ * Errors: every function returns 0 (or a count) or -errno, and triggers__new() and
+ * triggers__attach*() have already printed one line saying what is wrong and how to fix
+ * it. triggers__usage_error(err) tells whether it was the user's input or the host (the
+ * caller exits 2) rather than a failure of the job (exit 1).
+ */
+#ifndef PTBPF_TRIGGERS_H
+#define PTBPF_TRIGGERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include <linux/types.h>
+
+#include "cli.h"
+#include "trigger.h"
+
+struct triggers;
+
+enum trigger_attach_mode {
+	TRIGGER_ATTACH_LINKS = 0,	/* libbpf links; the loader freezes on the ring record */
+	TRIGGER_ATTACH_GATE = 1,	/* tracepoint perf events gated by the program's return */
+};
+
+/* Called for each fire; a negative return stops triggers__consume() with that error. */
+typedef int (*trigger_cb)(void *ctx, const struct trigger_rec *rec);
+
+/*
+ * Resolve every trigger of `opts` (binaries, symbols, syscalls, tracepoints), set the
+ * per-run rodata (tgid, thresholds, nth, max = opts->max_snapshots with 0 meaning no
+ * limit, cooldown, warmup), and load the programs (the verifier runs here). `tgid` is the
+ * target's; it is ignored with opts->system_wide. A command line with no BPF trigger is
+ * fine: the object then has a ring buffer that never fires.
+ */
+int triggers__new(const struct capture_opts *opts, pid_t tgid, enum trigger_attach_mode mode,
+		  struct triggers **out);
+
+/* Attach (links mode: everything; gate mode: the recording helpers), then arm. */
+int triggers__attach(struct triggers *t);
+
+/* (Re)start the warmup clock: hits before now + --warmup are ignored. */
+int triggers__arm(struct triggers *t);
+
+/* An fd that is readable (EPOLLIN) when fire records are waiting: the ring buffer map. */
+int triggers__ringbuf_fd(const struct triggers *t);
+
+/*
+ * Hand every waiting record to `cb`, without blocking. Returns how many were consumed,
+ * or -errno (cb's negative return included). Cheap when nothing is waiting (two loads from
+ * the mapped ring), so it can run between single steps of a ptraced target.
+ */
+int triggers__consume(struct triggers *t, trigger_cb cb, void *ctx);
+
+/* Total fires so far (records written or dropped), read from the mapped .bss. */
+__u64 triggers__fire_count(const struct triggers *t);
+
+/* How many triggers (command-line order: rec->index indexes them). */
+int triggers__count(const struct triggers *t);
+/* What trigger `index` is, e.g. "uprobe /bin/x:slow_path" (NULL if out of range). */
+const char *triggers__describe(const struct triggers *t, int index);
+/* Its kind (TRIGGER_NONE if out of range). */
+enum trigger_kind triggers__kind(const struct triggers *t, int index);
+
+/* ---- gate mode ---- */
+
+struct trigger_gate {
+	int index;		/* the trigger (command-line order) this gate fires for */
+	const char *name;	/* tracefs event, "GROUP/NAME" (e.g. "ptbpf_1234/u0_slow_path") */
+	__u64 tp_id;		/* attr.config for PERF_TYPE_TRACEPOINT (events/GROUP/NAME/id) */
+	int prog_fd;		/* the deciding program (returns 1 to fire) */
+};
+
+/* Gates to open per CPU; 0 in links mode. */
+int triggers__nr_gates(const struct triggers *t);
+int triggers__gate(const struct triggers *t, int i, struct trigger_gate *g);
+/*
+ * Attach gate i's program to one of its per-CPU perf events (with the trigger's index as
+ * BPF cookie). Once per gate; the link keeps that perf event alive until triggers__free().
+ */
+int triggers__attach_gate(struct triggers *t, int i, int perf_fd);
+
+/* ---- counters (kept in the kernel, read from the mapped .bss) ---- */
+
+struct trigger_stats {
+	__u64 hits;		/* the hook ran for a thread in scope */
+	__u64 qualifying;	/* met the trigger's condition, past warmup and cooldown */
+	__u64 fired;		/* fires (records written or dropped) */
+	__u64 suppressed;	/* met the condition, but warmup/cooldown/nth/max said no */
+};
+
+int triggers__stats(const struct triggers *t, int index, struct trigger_stats *st);
+/* Fires whose record did not fit in the ring buffer. */
+__u64 triggers__dropped(const struct triggers *t);
+/* One line per trigger on stderr at -v (vlog), plus drops. */
+void triggers__print_stats(const struct triggers *t);
+
+/* Detach, unload, remove our tracefs probes. NULL-safe. */
+void triggers__free(struct triggers *t);
+
+/* Whether `err` from this module is the user's input or the host's (exit 2), not the job's. */
+bool triggers__usage_error(int err);
+
+/* The name of a trigger kind as the JSON output and the FXT marker spell it ("uprobe"...). */
+const char *trigger_kind_name(enum trigger_kind kind);
+
+#endif /* PTBPF_TRIGGERS_H */
