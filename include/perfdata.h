@@ -43,6 +43,10 @@ struct pd_pt_info {
 	uint64_t max_non_turbo_ratio;	/* MSR_PLATFORM_INFO[15:8], for libipt nom_freq */
 	char *filter;			/* address filter string, NULL if none */
 	bool present;			/* an AUXTRACE_INFO of type intel_pt was seen */
+	/* Added by the perf.data module: */
+	uint64_t cap_event_trace;	/* the word after the filter (perf >= 5.19), 0 if absent */
+	uint32_t nr_priv;		/* reader: private words the file had (perf's age), else 0 */
+	uint32_t auxtrace_type;		/* reader: AUXTRACE_INFO type (1 = intel_pt), 0 if none */
 };
 
 /* One event (attr) of the file, with the sample ids that name it. */
@@ -63,9 +67,24 @@ struct pd_sample_id {
 	uint64_t valid;			/* PERF_SAMPLE_* bits of the fields above that were read */
 };
 
-/* ptbpf's own records, kept out of perf's numbering (see perfdata.c for how perf skips them). */
+/*
+ * ptbpf's own records, kept out of perf's numbering. On disk they are not records: perf
+ * 6.1 stops with "failed to process type" on any record type it does not know, and a
+ * PERF_RECORD_HEADER_FEATURE record makes `perf report` fail, whereas feature bits
+ * above perf's HEADER_LAST_FEATURE are skipped silently (all measured). So the triggers
+ * and the vDSO bytes live in feature sections PD_FEAT_PTBPF_* (perfdata_int.h); the
+ * reader appends the trigger records after the data section's records.
+ */
 enum {
 	PD_RECORD_PTBPF_TRIGGER = 0x10000,	/* in-memory type of struct pd_trigger records */
+};
+
+/* perf's user record types (tools/lib/perf/include/perf/event.h), not in the UAPI. */
+enum {
+	PD_RECORD_FINISHED_ROUND = 68,
+	PD_RECORD_AUXTRACE_INFO = 70,
+	PD_RECORD_AUXTRACE = 71,
+	PD_RECORD_TIME_CONV = 79,	/* pd_record.time_conv */
 };
 
 /* The trigger that froze the rings (see include/trigger.h for the kinds). */
@@ -120,7 +139,7 @@ struct pd_record {
 		struct {		/* PERF_RECORD_LOST_SAMPLES */
 			uint64_t lost;
 		} lost_samples;
-		struct {		/* PERF_RECORD_TIME_CONV (user type 79) */
+		struct {		/* PD_RECORD_TIME_CONV (user type 79) */
 			uint64_t time_shift, time_mult, time_zero;
 			uint64_t time_cycles, time_mask;
 			bool cap_user_time_zero, cap_user_time_short;
@@ -147,6 +166,29 @@ struct pd_host {
 	char *cpuid;			/* perf style "GenuineIntel,6,85,4" (vendor,family,model,stepping) */
 	char *cmdline;			/* the recording command line, space separated */
 	uint32_t nr_cpus_online, nr_cpus_avail;
+	/* Added by the perf.data module: */
+	char *version;			/* HEADER_VERSION: the recording tool's version */
+	uint64_t total_mem_kb;		/* HEADER_TOTAL_MEM, 0 if absent */
+	uint64_t first_sample_time;	/* HEADER_SAMPLE_TIME (perf clock ns), 0 if absent */
+	uint64_t last_sample_time;
+};
+
+/*
+ * A HEADER_BUILD_ID entry: the build id of a file the capture refers to, as perf record
+ * stores it (perf looks the file up in its build-id cache by it, `[vdso]` included).
+ */
+struct pd_build_id {
+	int32_t pid;			/* -1 for the kernel / host, else the process */
+	uint16_t misc;			/* PERF_RECORD_MISC_CPUMODE (USER, KERNEL...) */
+	uint8_t size;			/* build id bytes used, <= 20 */
+	uint8_t id[20];			/* the build id */
+	char *filename;			/* path, "[vdso]", "[kernel.kallsyms]" ... */
+};
+
+/* A HEADER_PMU_MAPPINGS entry. */
+struct pd_pmu {
+	uint32_t type;			/* perf_event_attr.type of the PMU */
+	char *name;			/* "intel_pt", "cpu", "software" ... */
 };
 
 struct capture {
@@ -163,6 +205,17 @@ struct capture {
 	char *path;			/* file it was read from, NULL if built in memory */
 	char *kcore_dir;		/* directory form: its kcore_dir/, NULL if none */
 	void *priv;			/* allocator state of perfdata.c */
+	/* Added by the perf.data module: */
+	struct pd_build_id *build_ids;	/* HEADER_BUILD_ID entries */
+	size_t nr_build_ids;
+	struct pd_pmu *pmus;		/* HEADER_PMU_MAPPINGS entries */
+	uint32_t nr_pmus;
+	/* Reader only: what the file held that is not kept above. */
+	uint64_t file_size;		/* bytes of the file (directory form: of its data file) */
+	uint64_t nr_samples;		/* PERF_RECORD_SAMPLE records (skipped) */
+	uint64_t nr_skipped;		/* records of other types that were skipped */
+	uint64_t nr_rounds;		/* PERF_RECORD_FINISHED_ROUND records */
+	uint64_t features;		/* bit n: feature section n (< 64) was present */
 };
 
 /* Life cycle. capture__free(NULL) is fine. */
@@ -179,6 +232,36 @@ int capture__add_record(struct capture *cap, const struct pd_record *rec);
 int capture__add_aux(struct capture *cap, const struct pd_auxtrace *aux, const void *data);
 int capture__set_vdso(struct capture *cap, const void *bytes, size_t size);
 char *capture__strdup(struct capture *cap, const char *s);
+/* Added by the perf.data module; same conventions. */
+int capture__add_build_id(struct capture *cap, const struct pd_build_id *bid);
+int capture__add_pmu(struct capture *cap, uint32_t type, const char *name);
+/* Allocation owned by the capture (freed by capture__free), zeroed; NULL on ENOMEM. */
+void *capture__alloc(struct capture *cap, size_t size);
+
+/* The attr whose ids include `id`, NULL if none. */
+const struct pd_attr *capture__attr_by_id(const struct capture *cap, uint64_t id);
+/*
+ * The attr a record belongs to: by its trailer's id when it has one, else attrs[0]
+ * for ITRACE_START and AUX (the PT event emits them) and the last attr otherwise (the
+ * sideband event). NULL if the capture has no attrs. The writer follows this rule.
+ */
+const struct pd_attr *capture__record_attr(const struct capture *cap, const struct pd_record *rec);
+
+/* TSC <-> perf time with the AUXTRACE_INFO conversion (perf's tsc.c arithmetic). */
+uint64_t pd_tsc_to_time(const struct pd_pt_info *pt, uint64_t tsc);
+uint64_t pd_time_to_tsc(const struct pd_pt_info *pt, uint64_t time);
+
+/* "MMAP2", "COMM", ... "TRIGGER" for a PERF_RECORD_* / PD_RECORD_* type; "unknown" else. */
+const char *pd_record_type_name(uint32_t type);
+
+/*
+ * Encode `rec` as a raw kernel/perf record (the inverse of pd_record_parse), trailer per
+ * `sample_type` when `sample_id_all`. Returns the record size (a multiple of 8), or
+ * -ENOSPC if `size` is too small (nothing useful written), -EINVAL for a record that
+ * cannot be encoded (type ptbpf cannot write, too long for a 16-bit size).
+ */
+int pd_record_encode(const struct pd_record *rec, uint64_t sample_type, bool sample_id_all,
+		     void *buf, size_t size);
 
 /*
  * Parse one raw kernel record (as found in a perf data ring or file) into `out`. The
@@ -200,7 +283,23 @@ int perfdata_read(const char *path, struct capture **out);
 /*
  * Write `cap` as a perf.data file that perf 6.1 reads without warnings: written to a
  * temporary name in the same directory, mode 0600, renamed when complete; on any
- * failure (ENOSPC...) the temporary file is removed and -errno returned.
+ * failure (ENOSPC...) the temporary file is removed, one error line printed and -errno
+ * returned.
+ *
+ * What the writer adds or fixes so that perf accepts the file:
+ * - attrs without ids get one (perf maps every record to its event by id), and a record
+ *   without an id in its trailer gets the first id of capture__record_attr();
+ * - with several attrs, all must have PERF_SAMPLE_IDENTIFIER or all the same
+ *   sample_type and sample_id_all (perf refuses the file otherwise): -EINVAL if not;
+ * - PD_RECORD_TIME_CONV is made from the AUXTRACE_INFO conversion when absent;
+ * - AUXTRACE payloads are padded with zeros (PT PAD packets) to a multiple of 8 bytes,
+ *   so a buffer read back has the padded size;
+ * - HEADER_NRCPUS is computed from the CPUs seen when host.nr_cpus_* are 0 (perf sizes
+ *   its per-CPU thread table by it);
+ * - a `[vdso]` build-id entry is added from the vDSO image's build-id note when the
+ *   capture has the vDSO and no such entry;
+ * - records go in capture order, then one AUXTRACE per buffer, then FINISHED_ROUND, and
+ *   the HEADER_AUXTRACE index lists the buffers.
  */
 int perfdata_write(const char *path, const struct capture *cap);
 
