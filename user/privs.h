@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * What this process may do: its effective capabilities and the perf sysctls, as the
+ * kernel checks them (perf_allow_cpu(), perf_allow_kernel() in kernel/events/core.c).
+ */
+#ifndef PTBPF_PRIVS_H
+#define PTBPF_PRIVS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Whether capability `cap` (CAP_*) is in the effective set; false if capget fails. */
+bool privs_has_cap(int cap);
+
+/*
+ * Read an integer sysctl file such as "/proc/sys/kernel/perf_event_paranoid".
+ * Returns 0 or -errno (-ENOENT when the kernel has no such knob).
+ */
+int privs_read_sysctl(const char *path, int *value);
+
+/*
+ * Whether CPU-wide perf events (pid == -1) may be opened: CAP_PERFMON or CAP_SYS_ADMIN,
+ * or kernel.perf_event_paranoid <= 0. When not, `why` (if not NULL) gets the reason and
+ * the fix on one line.
+ */
+bool privs_cpu_wide_perf(char *why, size_t size);
+
+/*
+ * Whether kernel-mode tracing (exclude_kernel = 0) is allowed: CAP_PERFMON or
+ * CAP_SYS_ADMIN, or kernel.perf_event_paranoid <= 1. Same `why` convention.
+ */
+bool privs_kernel_perf(char *why, size_t size);
+
+/*
+ * Whether this process can ptrace and single-step a process, tried for real on a forked
+ * child (PTRACE_SEIZE, PTRACE_INTERRUPT, one PTRACE_SINGLESTEP). `evidence` gets what
+ * happened (or why not, with the fix). Returns 0 or -errno.
+ */
+int privs_ptrace_probe(char *evidence, size_t size);
+
+#endif /* PTBPF_PRIVS_H */

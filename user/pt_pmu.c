@@ -1,0 +1,424 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/perf_event.h>
+
+#include "privs.h"
+#include "pt_pmu.h"
+
+#define MAX_ENTRIES 64
+#define NAME_LEN 48
+/* sysfs paths are short; fixed sizes keep -Wformat-truncation quiet */
+#define DIR_LEN 512
+#define SUBDIR_LEN (DIR_LEN + 16)
+#define FILE_LEN (SUBDIR_LEN + NAME_LEN + 256)
+
+struct pt_cap {
+	char name[NAME_LEN];
+	uint32_t value;
+};
+
+struct pt_fmt {
+	char name[NAME_LEN];
+	struct pt_format_field f;
+};
+
+struct pt_pmu {
+	char dir[DIR_LEN];
+	uint32_t type;
+	struct pt_cap caps[MAX_ENTRIES];
+	int nr_caps;
+	struct pt_fmt fmts[MAX_ENTRIES];
+	int nr_fmts;
+	bool have_nonturbo, have_tsc_art;
+	uint32_t max_nonturbo_ratio;
+	uint32_t tsc_art_num, tsc_art_den;
+};
+
+const char *pt_sysfs_root(void)
+{
+	const char *root = getenv("PTBPF_SYSFS_ROOT");
+
+	return root && *root ? root : "/sys";
+}
+
+/* One line of a sysfs file, without its newline. */
+static int read_line(const char *dir, const char *name, char *buf, size_t size)
+{
+	char path[FILE_LEN];
+	FILE *f;
+	int err = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	if (!fgets(buf, size, f))
+		err = ferror(f) ? -EIO : -EINVAL;
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return err;
+}
+
+static int parse_u32(const char *s, int base, uint32_t *out)
+{
+	unsigned long v;
+	char *end;
+
+	if (!isxdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, base);
+	if (errno || *end || v > UINT32_MAX)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int pt_format_parse(const char *text, struct pt_format_field *f)
+{
+	const char *p;
+	uint64_t mask = 0;
+	int word;
+
+	if (!text || !f)
+		return -EINVAL;
+	if (!strncmp(text, "config:", 7)) {
+		word = 0;
+		p = text + 7;
+	} else if (!strncmp(text, "config1:", 8) || !strncmp(text, "config2:", 8)) {
+		word = text[6] - '0';
+		p = text + 8;
+	} else {
+		return -EINVAL;
+	}
+	/* "A", "A-B", and comma-separated lists of those */
+	for (;;) {
+		unsigned long lo, hi;
+		char *end;
+
+		if (!isdigit((unsigned char)*p))
+			return -EINVAL;
+		lo = strtoul(p, &end, 10);
+		hi = lo;
+		if (*end == '-') {
+			if (!isdigit((unsigned char)end[1]))
+				return -EINVAL;
+			hi = strtoul(end + 1, &end, 10);
+		}
+		if (lo > hi || hi > 63)
+			return -EINVAL;
+		for (; lo <= hi; lo++)
+			mask |= 1ull << lo;
+		p = end;
+		if (*p != ',')
+			break;
+		p++;
+	}
+	if (*p && *p != '\n')
+		return -EINVAL;
+	f->word = word;
+	f->mask = mask;
+	return 0;
+}
+
+int pt_format_set(const struct pt_format_field *f, uint64_t value, uint64_t config[3])
+{
+	uint64_t bits = 0;
+	int i;
+
+	if (!f || !config || f->word < 0 || f->word > 2 || !f->mask)
+		return -EINVAL;
+	for (i = 0; i < 64 && value; i++) {
+		if (!(f->mask & (1ull << i)))
+			continue;
+		if (value & 1)
+			bits |= 1ull << i;
+		value >>= 1;
+	}
+	if (value)
+		return -ERANGE;
+	config[f->word] = (config[f->word] & ~f->mask) | bits;
+	return 0;
+}
+
+uint64_t pt_format_get(const struct pt_format_field *f, const uint64_t config[3])
+{
+	uint64_t v = 0, bit = 1;
+	int i;
+
+	if (!f || !config || f->word < 0 || f->word > 2)
+		return 0;
+	for (i = 0; i < 64; i++) {
+		if (!(f->mask & (1ull << i)))
+			continue;
+		if (config[f->word] & (1ull << i))
+			v |= bit;
+		bit <<= 1;
+	}
+	return v;
+}
+
+/* Each file of caps/ or format/; directories that are missing are empty. */
+static int read_dir(struct pt_pmu *pmu, const char *sub, bool caps)
+{
+	char dir[SUBDIR_LEN], line[128];
+	struct dirent *de;
+	DIR *d;
+	int err = 0;
+
+	snprintf(dir, sizeof(dir), "%s/%s", pmu->dir, sub);
+	d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.' || strlen(de->d_name) >= NAME_LEN)
+			continue;
+		if (caps ? pmu->nr_caps >= MAX_ENTRIES : pmu->nr_fmts >= MAX_ENTRIES)
+			break;
+		err = read_line(dir, de->d_name, line, sizeof(line));
+		if (err)
+			break;
+		if (caps) {
+			struct pt_cap *c = &pmu->caps[pmu->nr_caps];
+
+			err = parse_u32(line, 16, &c->value);
+			if (err)
+				break;
+			strcpy(c->name, de->d_name);
+			pmu->nr_caps++;
+		} else {
+			struct pt_fmt *f = &pmu->fmts[pmu->nr_fmts];
+
+			err = pt_format_parse(line, &f->f);
+			if (err)
+				break;
+			strcpy(f->name, de->d_name);
+			pmu->nr_fmts++;
+		}
+	}
+	closedir(d);
+	return err;
+}
+
+int pt_pmu__new(const char *sysfs_root, struct pt_pmu **out)
+{
+	struct pt_pmu *pmu;
+	char line[128], *colon;
+	int err;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (!sysfs_root)
+		sysfs_root = pt_sysfs_root();
+	pmu = calloc(1, sizeof(*pmu));
+	if (!pmu)
+		return -ENOMEM;
+	if (snprintf(pmu->dir, sizeof(pmu->dir), "%s/" PT_PMU_SUBDIR, sysfs_root) >=
+	    (int)sizeof(pmu->dir)) {
+		err = -ENAMETOOLONG;
+		goto cleanup;
+	}
+	err = read_line(pmu->dir, "type", line, sizeof(line));
+	if (err)
+		goto cleanup;
+	err = parse_u32(line, 10, &pmu->type);
+	if (err)
+		goto cleanup;
+	err = read_dir(pmu, "caps", true);
+	if (err)
+		goto cleanup;
+	err = read_dir(pmu, "format", false);
+	if (err)
+		goto cleanup;
+	if (!read_line(pmu->dir, "max_nonturbo_ratio", line, sizeof(line)) &&
+	    !parse_u32(line, 10, &pmu->max_nonturbo_ratio))
+		pmu->have_nonturbo = true;
+	if (!read_line(pmu->dir, "tsc_art_ratio", line, sizeof(line)) &&
+	    (colon = strchr(line, ':'))) {
+		*colon = '\0';
+		if (!parse_u32(line, 10, &pmu->tsc_art_num) &&
+		    !parse_u32(colon + 1, 10, &pmu->tsc_art_den))
+			pmu->have_tsc_art = true;
+	}
+	*out = pmu;
+	return 0;
+
+cleanup:
+	free(pmu);
+	return err;
+}
+
+void pt_pmu__free(struct pt_pmu *pmu)
+{
+	free(pmu);
+}
+
+const char *pt_pmu__dir(const struct pt_pmu *pmu)
+{
+	return pmu ? pmu->dir : NULL;
+}
+
+uint32_t pt_pmu__type(const struct pt_pmu *pmu)
+{
+	return pmu ? pmu->type : 0;
+}
+
+int pt_pmu__cap(const struct pt_pmu *pmu, const char *name, uint32_t *val)
+{
+	int i;
+
+	if (!pmu || !name || !val)
+		return -EINVAL;
+	for (i = 0; i < pmu->nr_caps; i++) {
+		if (!strcmp(pmu->caps[i].name, name)) {
+			*val = pmu->caps[i].value;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int pt_pmu__format(const struct pt_pmu *pmu, const char *name, struct pt_format_field *f)
+{
+	int i;
+
+	if (!pmu || !name || !f)
+		return -EINVAL;
+	for (i = 0; i < pmu->nr_fmts; i++) {
+		if (!strcmp(pmu->fmts[i].name, name)) {
+			*f = pmu->fmts[i].f;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int pt_pmu__max_nonturbo_ratio(const struct pt_pmu *pmu, uint32_t *ratio)
+{
+	if (!pmu || !ratio)
+		return -EINVAL;
+	if (!pmu->have_nonturbo)
+		return -ENOENT;
+	*ratio = pmu->max_nonturbo_ratio;
+	return 0;
+}
+
+int pt_pmu__tsc_art_ratio(const struct pt_pmu *pmu, uint32_t *num, uint32_t *den)
+{
+	if (!pmu || !num || !den)
+		return -EINVAL;
+	if (!pmu->have_tsc_art)
+		return -ENOENT;
+	*num = pmu->tsc_art_num;
+	*den = pmu->tsc_art_den;
+	return 0;
+}
+
+/* Why the PMU is missing, from what the CPU says about itself. */
+static void cpu_hint(char *buf, size_t size)
+{
+	char line[4096], model[128] = "", vendor[32] = "";
+	bool pt = false, hv = false, flags_seen = false;
+	FILE *f;
+
+	buf[0] = '\0';
+	f = fopen("/proc/cpuinfo", "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (!vendor[0] && sscanf(line, "vendor_id : %31s", vendor) == 1)
+			continue;
+		if (!model[0] && !strncmp(line, "model name", 10) && strchr(line, ':')) {
+			snprintf(model, sizeof(model), "%s", strchr(line, ':') + 2);
+			model[strcspn(model, "\n")] = '\0';
+			continue;
+		}
+		if (!flags_seen && !strncmp(line, "flags", 5)) {
+			flags_seen = true;
+			pt = strstr(line, " intel_pt") != NULL;
+			hv = strstr(line, " hypervisor") != NULL;
+		}
+	}
+	fclose(f);
+	if (!flags_seen)
+		return;
+	if (pt)
+		snprintf(buf, size, "; the CPU (%s) has the intel_pt flag, so the kernel did not "
+			 "register the PMU", model);
+	else
+		snprintf(buf, size, "; the CPU (%s%s%s) has no intel_pt flag%s", vendor,
+			 model[0] ? ", " : "", model, hv ? ", and this is a virtual machine" : "");
+}
+
+/*
+ * Open (disabled) and close one PT event on this CPU, to catch what sysfs cannot show:
+ * another PT user (the PMU is exclusive), a PMU the hypervisor does not back.
+ */
+static int try_open(uint32_t type, char *why, size_t size)
+{
+	struct perf_event_attr attr = {
+		.size = sizeof(attr),
+		.type = type,
+		.disabled = 1,
+		.exclude_kernel = 1,
+		.exclude_hv = 1,
+	};
+	int cpu = sched_getcpu(), fd, err;
+
+	fd = syscall(SYS_perf_event_open, &attr, -1, cpu < 0 ? 0 : cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	err = -errno;
+	if (why && size)
+		snprintf(why, size, "opening an intel_pt event (type %u) on CPU %d failed: %s%s",
+			 type, cpu, strerror(-err), err == -EBUSY ? "; fix: stop the other Intel PT "
+			 "user (perf record -e intel_pt//, another ptbpf)" : err == -EACCES ||
+			 err == -EPERM ? "; fix: run as root or grant CAP_PERFMON" : "");
+	return err;
+}
+
+bool pt_pmu_usable(const char *sysfs_root, char *why, size_t size)
+{
+	struct pt_pmu *pmu = NULL;
+	char hint[256];
+	uint32_t type;
+	int err;
+
+	if (!sysfs_root)
+		sysfs_root = pt_sysfs_root();
+	err = pt_pmu__new(sysfs_root, &pmu);
+	if (err == -ENOENT) {
+		if (why && size) {
+			cpu_hint(hint, sizeof(hint));
+			snprintf(why, size, "no Intel PT PMU: %s/" PT_PMU_SUBDIR " does not exist%s; "
+				 "fix: run on bare metal with an Intel CPU that has Intel PT "
+				 "(Broadwell or newer), or use --backend singlestep", sysfs_root, hint);
+		}
+		return false;
+	}
+	if (err) {
+		if (why && size)
+			snprintf(why, size, "cannot read the Intel PT PMU at %s/" PT_PMU_SUBDIR ": %s",
+				 sysfs_root, strerror(-err));
+		return false;
+	}
+	type = pmu->type;
+	pt_pmu__free(pmu);
+	if (!privs_cpu_wide_perf(why, size))
+		return false;
+	/* a fake tree's type means nothing to this kernel */
+	if (strcmp(sysfs_root, "/sys"))
+		return true;
+	return try_open(type, why, size) == 0;
+}

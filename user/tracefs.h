@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Where tracefs is, for tracepoint ids and tracefs-defined uprobes/kprobes. */
+#ifndef PTBPF_TRACEFS_H
+#define PTBPF_TRACEFS_H
+
+#include <stdbool.h>
+
+/*
+ * The mounted tracefs: /sys/kernel/tracing, or /sys/kernel/debug/tracing on older
+ * setups. These are the only two places libbpf looks, so when neither is mounted it is
+ * mounted at /sys/kernel/tracing, as perf does. Returns the path, or NULL with errno set
+ * (EPERM without CAP_SYS_ADMIN, ENODEV when the kernel has no tracefs). `mounted_now`
+ * (optional) tells whether this call mounted it.
+ */
+const char *tracefs_path(bool *mounted_now);
+
+#endif /* PTBPF_TRACEFS_H */
