@@ -133,7 +133,7 @@ static int read_header(struct rd *r, struct pd_file_header *h)
 			      (unsigned long long)h->magic);
 	if (h->size == sizeof(struct pd_pipe_header))
 		return rd_err(r, 8, "pipe-mode perf.data (perf record -o -) is not supported: "
-			      "convert it with perf inject -i IN -o OUT");
+			      "record to a file");
 	/* perf also reads headers from before the feature bitmap existed. */
 	if (h->size != sizeof(*h) && h->size != offsetof(struct pd_file_header, adds_features))
 		return rd_err(r, 8, "file header size %llu, expected %zu",

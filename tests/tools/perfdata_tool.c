@@ -1,0 +1,465 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Test helper for the perf.data module:
+ *
+ *   perfdata_tool synth ELF OUT [--pad BYTES] [--vdso] [--expect]
+ *       Writes OUT, a capture of one run of tests/targets/pd_calls (ELF) as the pt
+ *       backend would record it on CPU 0: the intel_pt and sideband attrs,
+ *       AUXTRACE_INFO, COMM/MMAP2/ITRACE_START/SWITCH_CPU_WIDE/EXIT/AUX, a trigger, and
+ *       PT encoded with libipt's encoder for exactly pd_calls' control flow.
+ *       --pad appends BYTES of PAD packets to the trace (to fill a disk); --vdso stores
+ *       this process's vDSO; --expect prints the calls and returns perf must report,
+ *       one "call|return FROM TO" (symbols) per line, and writes nothing.
+ *   perfdata_tool rewrite IN OUT
+ *       Reads IN with perfdata_read() and writes it with perfdata_write().
+ *
+ * Exit status 0, or 1 with one error line.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <intel-pt.h>
+#include <libelf.h>
+#include <limits.h>
+#include <linux/types.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "perfdata.h"
+#include "trigger.h"
+
+/* What pd_calls does, branch by branch (see tests/targets/pd_calls.c). */
+enum step_kind { CALL, ICALL, RET, SYSCALL };
+
+static const struct step {
+	enum step_kind kind;
+	const char *from, *to;		/* functions, for CALL/ICALL/RET */
+} steps[] = {
+	{ CALL, "_start", "a" },  { CALL, "a", "b" },	  { CALL, "b", "leaf" },
+	{ RET, "leaf", "b" },	  { RET, "b", "a" },	  { ICALL, "a", "leaf" },
+	{ RET, "leaf", "a" },	  { RET, "a", "_start" }, { CALL, "_start", "b" },
+	{ CALL, "b", "leaf" },	  { RET, "leaf", "b" },	  { RET, "b", "_start" },
+	{ SYSCALL, NULL, NULL },
+};
+
+#define NSTEPS (sizeof(steps) / sizeof(steps[0]))
+
+/* Fixed identities of the synthesized run. */
+#define PID 4242
+#define PMU_TYPE 8
+#define T0 1000000000ULL	/* perf time of the first sideband record (ns) */
+#define TSC_START (T0 + 5000)	/* TSC of the trace; time_mult 1, shift 0: TSC == ns */
+
+struct elf_info {
+	uint64_t start;			/* _start */
+	uint64_t leaf;			/* leaf, target of the indirect call */
+	uint64_t text_vaddr;		/* executable PT_LOAD */
+	uint64_t text_offset;
+	uint64_t text_memsz;
+	uint8_t build_id[20];
+	uint8_t build_id_size;
+};
+
+static int fail(const char *what, const char *why)
+{
+	fprintf(stderr, "perfdata_tool: %s: %s\n", what, why);
+	return 1;
+}
+
+static int read_elf(const char *path, struct elf_info *ei)
+{
+	Elf_Scn *scn = NULL;
+	size_t i, nph;
+	Elf *elf;
+	int fd, err = -ENOENT;
+
+	memset(ei, 0, sizeof(*ei));
+	elf_version(EV_CURRENT);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf || elf_getphdrnum(elf, &nph))
+		goto out;
+	for (i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(elf, i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
+			ei->text_vaddr = ph.p_vaddr;
+			ei->text_offset = ph.p_offset;
+			ei->text_memsz = ph.p_memsz;
+		}
+	}
+	while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		size_t n;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (!d)
+			continue;
+		if (sh.sh_type == SHT_NOTE) {
+			GElf_Nhdr nh;
+			size_t off = 0, no, dof;
+
+			while ((off = gelf_getnote(d, off, &nh, &no, &dof)) > 0)
+				if (nh.n_type == NT_GNU_BUILD_ID && nh.n_descsz <= 20) {
+					memcpy(ei->build_id, (char *)d->d_buf + dof, nh.n_descsz);
+					ei->build_id_size = nh.n_descsz;
+				}
+		}
+		if (sh.sh_type != SHT_SYMTAB)
+			continue;
+		n = sh.sh_entsize ? sh.sh_size / sh.sh_entsize : 0;
+		for (i = 0; i < n; i++) {
+			GElf_Sym sym;
+			const char *name;
+
+			if (!gelf_getsym(d, i, &sym))
+				continue;
+			name = elf_strptr(elf, sh.sh_link, sym.st_name);
+			if (!name)
+				continue;
+			if (!strcmp(name, "_start"))
+				ei->start = sym.st_value;
+			else if (!strcmp(name, "leaf"))
+				ei->leaf = sym.st_value;
+		}
+	}
+	err = ei->start && ei->leaf && ei->text_memsz ? 0 : -ENOENT;
+out:
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return err;
+}
+
+static int enc(struct pt_encoder *e, const struct pt_packet *p)
+{
+	int err = pt_enc_next(e, p);
+
+	return err < 0 ? -EINVAL : 0;
+}
+
+static int flush_tnt(struct pt_encoder *e, unsigned int *bits)
+{
+	struct pt_packet p = { .type = ppt_tnt_8 };
+
+	if (!*bits)
+		return 0;
+	/* Every pending bit is a compressed return: taken. */
+	p.payload.tnt.bit_size = *bits;
+	p.payload.tnt.payload = (1ULL << *bits) - 1;
+	*bits = 0;
+	return enc(e, &p);
+}
+
+/* PT for pd_calls' run, user-only tracing, returns compressed. */
+static int encode_trace(const struct elf_info *ei, uint8_t *buf, size_t size, size_t pad,
+			size_t *len)
+{
+	struct pt_config cfg;
+	struct pt_encoder *e;
+	struct pt_packet p;
+	unsigned int bits = 0;
+	size_t i;
+	int err = 0, off;
+	uint64_t o;
+
+	pt_config_init(&cfg);
+	cfg.begin = buf;
+	cfg.end = buf + size;
+	e = pt_alloc_encoder(&cfg);
+	if (!e)
+		return -ENOMEM;
+	memset(&p, 0, sizeof(p));
+	p.type = ppt_psb;
+	err |= enc(e, &p);
+	p.type = ppt_tsc;
+	p.payload.tsc.tsc = TSC_START;
+	err |= enc(e, &p);
+	p.type = ppt_psbend;
+	err |= enc(e, &p);
+	memset(&p, 0, sizeof(p));
+	p.type = ppt_mode;
+	p.payload.mode.leaf = pt_mol_exec;
+	p.payload.mode.bits.exec.csl = 1;
+	err |= enc(e, &p);
+	p.type = ppt_tip_pge;
+	p.payload.ip.ipc = pt_ipc_sext_48;
+	p.payload.ip.ip = ei->start;
+	err |= enc(e, &p);
+	for (i = 0; i < NSTEPS && !err; i++) {
+		switch (steps[i].kind) {
+		case CALL:
+			break;
+		case RET:
+			if (bits == 6)
+				err |= flush_tnt(e, &bits);
+			bits++;
+			break;
+		case ICALL:
+			err |= flush_tnt(e, &bits);
+			p.type = ppt_tip;
+			p.payload.ip.ipc = pt_ipc_sext_48;
+			p.payload.ip.ip = ei->leaf;
+			err |= enc(e, &p);
+			break;
+		case SYSCALL:
+			err |= flush_tnt(e, &bits);
+			/* User-only tracing: into the kernel, tracing stops, IP suppressed. */
+			p.type = ppt_tip_pgd;
+			p.payload.ip.ipc = pt_ipc_suppressed;
+			p.payload.ip.ip = 0;
+			err |= enc(e, &p);
+			break;
+		}
+	}
+	memset(&p, 0, sizeof(p));
+	p.type = ppt_pad;
+	for (i = 0; i < pad && !err; i++)
+		err |= enc(e, &p);
+	off = pt_enc_get_offset(e, &o);
+	pt_free_encoder(e);
+	if (err || off < 0)
+		return -ENOSPC;
+	*len = o;
+	return 0;
+}
+
+static void sample(struct pd_record *r, uint32_t cpu, uint64_t id, uint64_t time)
+{
+	r->sample.pid = PID;
+	r->sample.tid = PID;
+	r->sample.time = time;
+	r->sample.cpu = cpu;
+	r->sample.id = id;
+	r->sample.valid = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
+			  PERF_SAMPLE_IDENTIFIER;
+}
+
+static int add_vdso(struct capture *cap)
+{
+	const uint8_t *base = (const void *)getauxval(AT_SYSINFO_EHDR);
+	unsigned long lo, hi;
+	char line[256];
+	FILE *f;
+	int err = -ENOENT;
+
+	if (!base)
+		return -ENOENT;
+	f = fopen("/proc/self/maps", "r");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "[vdso]") && sscanf(line, "%lx-%lx", &lo, &hi) == 2) {
+			err = capture__set_vdso(cap, (const void *)lo, hi - lo);
+			break;
+		}
+	fclose(f);
+	return err;
+}
+
+static int synth(const char *elf_path, const char *out, size_t pad, bool vdso)
+{
+	static const uint64_t pt_id = 101, sb_id = 102;
+	struct perf_event_attr pt = { .size = sizeof(pt) }, sb = { .size = sizeof(sb) };
+	char path[PATH_MAX];
+	struct elf_info ei;
+	struct pd_record r;
+	struct pd_auxtrace aux = { 0 };
+	struct capture *cap;
+	struct stat st;
+	uint8_t *trace;
+	size_t size = 4096 + pad * 2, len;
+	int err;
+
+	if (!realpath(elf_path, path) || stat(path, &st))
+		return fail(elf_path, strerror(errno));
+	if (read_elf(path, &ei))
+		return fail(path, "no _start/leaf symbols or executable segment");
+	cap = capture__new();
+	trace = malloc(size);
+	if (!cap || !trace)
+		return fail("synth", "out of memory");
+	err = encode_trace(&ei, trace, size, pad, &len);
+	if (err)
+		return fail("synth", "libipt encoder failed");
+
+	pt.type = PMU_TYPE;
+	pt.config = 1ULL << 0 | 1ULL << 10 | 1ULL << 13;	/* pt, tsc, branch */
+	pt.sample_period = 1;
+	pt.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
+			 PERF_SAMPLE_IDENTIFIER;
+	pt.exclude_kernel = pt.exclude_hv = 1;
+	pt.sample_id_all = 1;
+	sb = pt;
+	sb.type = PERF_TYPE_SOFTWARE;
+	sb.config = PERF_COUNT_SW_DUMMY;
+	sb.mmap = sb.mmap2 = sb.comm = sb.comm_exec = sb.task = sb.context_switch = 1;
+	err = capture__add_attr(cap, &pt, &pt_id, 1, "intel_pt//u");
+	err = err ?: capture__add_attr(cap, &sb, &sb_id, 1, "dummy:u");
+
+	cap->pt = (struct pd_pt_info){
+		.pmu_type = PMU_TYPE, .time_shift = 0, .time_mult = 1, .time_zero = 0,
+		.cap_user_time_zero = 1, .tsc_bit = 1 << 10, .noretcomp_bit = 1 << 11,
+		.have_sched_switch = 3, .snapshot_mode = 1, .per_cpu_mmaps = 1,
+		.mtc_bit = 1 << 9, .mtc_freq_bits = 0xf << 14, .cyc_bit = 1 << 1,
+		.present = true,
+	};
+	cap->host.hostname = "pd-synth";
+	cap->host.osrelease = "6.18.0";
+	cap->host.arch = "x86_64";
+	cap->host.cpuid = "GenuineIntel,6,85,4";
+	cap->host.cpudesc = "synthesized by perfdata_tool";
+	cap->host.cmdline = "perfdata_tool synth";
+	cap->host.nr_cpus_avail = cap->host.nr_cpus_online = 2;
+
+	memset(&r, 0, sizeof(r));
+	r.type = PERF_RECORD_COMM;
+	r.misc = PERF_RECORD_MISC_COMM_EXEC;
+	r.comm.pid = r.comm.tid = PID;
+	r.comm.comm = "pd_calls";
+	sample(&r, 0, sb_id, T0);
+	err = err ?: capture__add_record(cap, &r);
+
+	memset(&r, 0, sizeof(r));
+	r.type = PERF_RECORD_MMAP2;
+	r.misc = PERF_RECORD_MISC_USER;
+	r.mmap.pid = r.mmap.tid = PID;
+	r.mmap.addr = ei.text_vaddr & ~0xfffULL;
+	r.mmap.len = ((ei.text_vaddr + ei.text_memsz + 0xfff) & ~0xfffULL) - r.mmap.addr;
+	r.mmap.pgoff = ei.text_offset & ~0xfffULL;
+	r.mmap.maj = major(st.st_dev);
+	r.mmap.min = minor(st.st_dev);
+	r.mmap.ino = st.st_ino;
+	r.mmap.prot = PROT_READ | PROT_EXEC;
+	r.mmap.flags = MAP_PRIVATE;
+	r.mmap.filename = path;
+	sample(&r, 0, sb_id, T0 + 1000);
+	err = err ?: capture__add_record(cap, &r);
+
+	memset(&r, 0, sizeof(r));
+	r.type = PERF_RECORD_ITRACE_START;
+	r.itrace_start.pid = r.itrace_start.tid = PID;
+	sample(&r, 0, pt_id, T0 + 2000);
+	err = err ?: capture__add_record(cap, &r);
+
+	memset(&r, 0, sizeof(r));
+	r.type = PERF_RECORD_SWITCH_CPU_WIDE;
+	r.sw.next_prev_pid = r.sw.next_prev_tid = 0;	/* switched in, after idle */
+	sample(&r, 0, sb_id, T0 + 3000);
+	err = err ?: capture__add_record(cap, &r);
+
+	memset(&r, 0, sizeof(r));
+	r.type = PERF_RECORD_SWITCH_CPU_WIDE;
+	r.misc = PERF_RECORD_MISC_SWITCH_OUT;
+	sample(&r, 0, sb_id, T0 + 90000);
+	err = err ?: capture__add_record(cap, &r);
+
+	memset(&r, 0, sizeof(r));
+	r.type = PERF_RECORD_EXIT;
+	r.task.pid = r.task.ppid = r.task.tid = r.task.ptid = PID;
+	r.task.time = T0 + 91000;
+	sample(&r, 0, sb_id, T0 + 91000);
+	err = err ?: capture__add_record(cap, &r);
+
+	memset(&r, 0, sizeof(r));
+	r.type = PERF_RECORD_AUX;
+	r.aux.aux_offset = 0;
+	r.aux.aux_size = len;
+	r.aux.flags = PERF_AUX_FLAG_OVERWRITE;
+	sample(&r, 0, pt_id, T0 + 92000);
+	err = err ?: capture__add_record(cap, &r);
+
+	memset(&r, 0, sizeof(r));
+	r.type = PD_RECORD_PTBPF_TRIGGER;
+	r.trigger.kind = TRIGGER_UPROBE;
+	r.trigger.cpu = 0;
+	r.trigger.pid = r.trigger.tid = PID;
+	r.trigger.time = T0 + 8000;
+	r.trigger.ip = ei.leaf;
+	r.trigger.desc = "uprobe:pd_calls:leaf";
+	err = err ?: capture__add_record(cap, &r);
+
+	if (ei.build_id_size) {
+		struct pd_build_id b = { .pid = PID, .misc = PERF_RECORD_MISC_USER,
+					 .size = ei.build_id_size, .filename = path };
+
+		memcpy(b.id, ei.build_id, sizeof(b.id));
+		err = err ?: capture__add_build_id(cap, &b);
+	}
+
+	aux.size = len;
+	aux.reference = 0x1234567890ULL;
+	aux.idx = 0;
+	aux.cpu = 0;
+	aux.tid = UINT32_MAX;
+	err = err ?: capture__add_aux(cap, &aux, trace);
+	if (!err && vdso)
+		err = add_vdso(cap);
+	if (err)
+		return fail("synth", strerror(-err));
+	err = perfdata_write(out, cap);
+	capture__free(cap);
+	free(trace);
+	return err ? 1 : 0;
+}
+
+static int expect(void)
+{
+	size_t i;
+
+	for (i = 0; i < NSTEPS; i++)
+		if (steps[i].kind != SYSCALL)
+			printf("%s %s %s\n", steps[i].kind == RET ? "return" : "call", steps[i].from,
+			       steps[i].to);
+	return 0;
+}
+
+static int rewrite(const char *in, const char *out)
+{
+	struct capture *cap;
+	int err;
+
+	if (perfdata_read(in, &cap))
+		return 1;
+	err = perfdata_write(out, cap);
+	capture__free(cap);
+	return err ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	size_t pad = 0;
+	bool vdso = false, want_expect = false;
+	int i;
+
+	if (argc >= 4 && !strcmp(argv[1], "rewrite"))
+		return rewrite(argv[2], argv[3]);
+	if (argc >= 3 && !strcmp(argv[1], "synth")) {
+		for (i = 2; i < argc; i++) {
+			if (!strcmp(argv[i], "--pad") && i + 1 < argc)
+				pad = strtoul(argv[++i], NULL, 0);
+			else if (!strcmp(argv[i], "--vdso"))
+				vdso = true;
+			else if (!strcmp(argv[i], "--expect"))
+				want_expect = true;
+		}
+		if (want_expect)
+			return expect();
+		if (argc >= 4)
+			return synth(argv[2], argv[3], pad, vdso);
+	}
+	fprintf(stderr, "usage: perfdata_tool synth ELF OUT [--pad BYTES] [--vdso] [--expect]\n"
+			"       perfdata_tool rewrite IN OUT\n");
+	return 2;
+}
