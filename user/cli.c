@@ -469,6 +469,7 @@ static error_t parse_capture_opt(int key, char *arg, struct argp_state *state)
 			o->timing = TIMING_CYC;
 		else
 			return usage_error(state, "invalid --timing '%s': tsc, mtc or cyc", arg);
+		o->timing_given = true;
 		return 0;
 	case OPT_PSB_PERIOD:
 		if (count_arg(state, "--psb-period", arg, 0, 15, &v))

@@ -76,6 +76,7 @@ struct capture_opts {
 	enum ss_clock clock;		/* singlestep */
 	bool verify;			/* singlestep: check the encoded PT against the steps */
 	enum pt_timing timing;		/* pt */
+	bool timing_given;		/* --timing given; else mtc where the CPU has it */
 	int psb_period;			/* pt: -1 = default */
 	bool noretcomp;
 	char *filters[MAX_FILTERS];	/* pt: --filter BIN:SYM */

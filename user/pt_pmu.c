@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <ctype.h>
+#include <stdarg.h>
 #include <dirent.h>
 #include <errno.h>
 #include <sched.h>
@@ -421,4 +422,322 @@ bool pt_pmu_usable(const char *sysfs_root, char *why, size_t size)
 	if (strcmp(sysfs_root, "/sys"))
 		return true;
 	return try_open(type, why, size) == 0;
+}
+
+/* ---- configuration ---- */
+
+void pt_request_from_opts(const struct capture_opts *opts, struct pt_request *req)
+{
+	*req = (struct pt_request){
+		.timing = opts->timing,
+		.timing_given = opts->timing_given,
+		.psb_period = opts->psb_period,
+		.noretcomp = opts->noretcomp,
+		.kernel = opts->kernel,
+		.nr_filters = opts->nr_filters,
+	};
+}
+
+int pt_pick_value(uint32_t bitmap, int target)
+{
+	int pos, pick = -1;
+
+	for (pos = 0; pos < 32; pos++) {
+		if (!(bitmap & (1u << pos)))
+			continue;
+		if (pos <= target || pick < 0)
+			pick = pos;
+		if (pos >= target)
+			break;
+	}
+	return pick;
+}
+
+const char *pt_allowed_str(uint32_t bitmap, bool always0, char *buf, size_t size)
+{
+	size_t len = 0;
+	int v = 0;
+
+	if (!buf || !size)
+		return NULL;
+	if (always0)
+		bitmap |= 1;
+	buf[0] = '\0';
+	while (v < 32) {
+		int end = v;
+
+		if (!(bitmap & (1u << v))) {
+			v++;
+			continue;
+		}
+		while (end + 1 < 32 && (bitmap & (1u << (end + 1))))
+			end++;
+		if (len < size)
+			len += snprintf(buf + len, size - len, "%s%d", len ? "," : "", v);
+		/* runs of three or more as a range, two as a pair */
+		if (end > v + 1 && len < size)
+			len += snprintf(buf + len, size - len, "-%d", end);
+		else if (end == v + 1 && len < size)
+			len += snprintf(buf + len, size - len, ",%d", end);
+		v = end + 1;
+	}
+	if (!buf[0])
+		snprintf(buf, size, "none");
+	return buf;
+}
+
+/* Error reporting of pt_pmu__config(): one line, the return value. */
+static int cfg_error(int err, char *buf, size_t size, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int cfg_error(int err, char *buf, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (buf && size) {
+		va_start(ap, fmt);
+		vsnprintf(buf, size, fmt, ap);
+		va_end(ap);
+	}
+	return err;
+}
+
+/* A caps/ value that must exist. */
+static int need_cap(const struct pt_pmu *pmu, const char *name, const char *why, uint32_t *v,
+		    char *err, size_t size)
+{
+	if (!pt_pmu__cap(pmu, name, v))
+		return 0;
+	return cfg_error(-ENOENT, err, size, "%s: %s/caps/%s is missing: cannot check what this "
+			 "CPU allows", why, pmu->dir, name);
+}
+
+/* Set format field `name` to `value`; the field must exist. */
+static int set_field(const struct pt_pmu *pmu, const char *name, uint64_t value,
+		     uint64_t config[3], const char *why, char *err, size_t size)
+{
+	struct pt_format_field f;
+
+	if (pt_pmu__format(pmu, name, &f))
+		return cfg_error(-ENOENT, err, size, "%s: %s/format/%s is missing: this kernel "
+				 "cannot set it", why, pmu->dir, name);
+	if (pt_format_set(&f, value, config))
+		return cfg_error(-EINVAL, err, size, "%s: %llu does not fit in format/%s", why,
+				 (unsigned long long)value, name);
+	return 0;
+}
+
+static bool has_field(const struct pt_pmu *pmu, const char *name)
+{
+	struct pt_format_field f;
+
+	return !pt_pmu__format(pmu, name, &f);
+}
+
+static int config_mtc(const struct pt_pmu *pmu, const struct pt_request *req, uint64_t config[3],
+		      char *err, size_t size)
+{
+	/* explicit --timing mtc must work; by default (and under cyc) MTC is a bonus */
+	bool must = req->timing == TIMING_MTC && req->timing_given;
+	const char *why = "--timing mtc";
+	uint32_t mtc, periods;
+	int ret;
+
+	ret = need_cap(pmu, "mtc", why, &mtc, err, size);
+	if (ret)
+		return must ? ret : 0;
+	if (!mtc)
+		return must ? cfg_error(-EOPNOTSUPP, err, size, "--timing mtc: this CPU has no MTC "
+					"packets (caps/mtc=0); use --timing tsc") : 0;
+	ret = need_cap(pmu, "mtc_periods", why, &periods, err, size);
+	if (ret)
+		return must ? ret : 0;
+	if (!periods)
+		return must ? cfg_error(-EOPNOTSUPP, err, size, "--timing mtc: this CPU allows no "
+					"MTC period (caps/mtc_periods=0); use --timing tsc") : 0;
+	if (!has_field(pmu, "mtc") || !has_field(pmu, "mtc_period")) {
+		if (!must)
+			return 0;
+		return set_field(pmu, has_field(pmu, "mtc") ? "mtc_period" : "mtc", 1, config, why,
+				 err, size);
+	}
+	ret = set_field(pmu, "mtc", 1, config, why, err, size);
+	if (!ret)
+		ret = set_field(pmu, "mtc_period", pt_pick_value(periods, 3), config, why, err,
+				size);
+	return ret;
+}
+
+static int config_psb(const struct pt_pmu *pmu, const struct pt_request *req, uint64_t config[3],
+		      char *err, size_t size)
+{
+	const char *why = "--psb-period";
+	uint32_t psb_cyc, periods;
+	char allowed[128];
+	int ret;
+
+	if (req->psb_period < 0) {
+		/* perf's default: PSB every 2^(3+11) = 16 KiB, or the nearest period allowed */
+		if (pt_pmu__cap(pmu, "psb_cyc", &psb_cyc) || !psb_cyc ||
+		    pt_pmu__cap(pmu, "psb_periods", &periods) || !periods ||
+		    !has_field(pmu, "psb_period"))
+			return 0;
+		return set_field(pmu, "psb_period", pt_pick_value(periods, 3), config, why, err,
+				 size);
+	}
+	ret = need_cap(pmu, "psb_cyc", why, &psb_cyc, err, size);
+	if (ret)
+		return ret;
+	if (!psb_cyc)
+		return cfg_error(-EOPNOTSUPP, err, size, "--psb-period %d: this CPU has a fixed PSB "
+				 "period (caps/psb_cyc=0); leave --psb-period out", req->psb_period);
+	ret = need_cap(pmu, "psb_periods", why, &periods, err, size);
+	if (ret)
+		return ret;
+	/* 0 is always accepted (pt_event_valid() checks non-zero values only) */
+	if (req->psb_period > 31 ||
+	    (req->psb_period && !(periods & (1u << req->psb_period))))
+		return cfg_error(-EINVAL, err, size, "--psb-period %d is not allowed on this CPU: "
+				 "caps/psb_periods=0x%x allows %s", req->psb_period, periods,
+				 pt_allowed_str(periods, true, allowed, sizeof(allowed)));
+	return set_field(pmu, "psb_period", req->psb_period, config, why, err, size);
+}
+
+int pt_pmu__config(const struct pt_pmu *pmu, const struct pt_request *req, uint64_t config[3],
+		   char *err, size_t size)
+{
+	uint32_t v, ranges;
+	int ret;
+
+	if (!pmu || !req || !config)
+		return cfg_error(-EINVAL, err, size, "pt_pmu__config: invalid argument");
+	config[0] = config[1] = config[2] = 0;
+	if (err && size)
+		err[0] = '\0';
+
+	/*
+	 * pt=1 passes `branch` through instead of the driver forcing BranchEn on; kernels
+	 * without format/pt always trace branches.
+	 */
+	if (has_field(pmu, "pt") && has_field(pmu, "branch")) {
+		set_field(pmu, "pt", 1, config, "pt", err, size);
+		set_field(pmu, "branch", 1, config, "branch", err, size);
+	}
+	ret = set_field(pmu, "tsc", 1, config, "TSC packets", err, size);
+	if (ret)
+		return ret;
+
+	if (req->timing == TIMING_MTC || req->timing == TIMING_CYC) {
+		ret = config_mtc(pmu, req, config, err, size);
+		if (ret)
+			return ret;
+	}
+	if (req->timing == TIMING_CYC) {
+		ret = need_cap(pmu, "psb_cyc", "--timing cyc", &v, err, size);
+		if (ret)
+			return ret;
+		if (!v) {
+			uint32_t mtc = 0;
+
+			pt_pmu__cap(pmu, "mtc", &mtc);
+			return cfg_error(-EOPNOTSUPP, err, size, "--timing cyc: this CPU has no "
+					 "cycle-accurate mode (caps/psb_cyc=0); use --timing %s",
+					 mtc ? "mtc or tsc" : "tsc");
+		}
+		ret = set_field(pmu, "cyc", 1, config, "--timing cyc", err, size);
+		if (ret)
+			return ret;
+	}
+	ret = config_psb(pmu, req, config, err, size);
+	if (ret)
+		return ret;
+	if (req->noretcomp) {
+		ret = set_field(pmu, "noretcomp", 1, config, "--noretcomp", err, size);
+		if (ret)
+			return ret;
+	}
+	if (req->nr_filters > 0) {
+		ret = need_cap(pmu, "ip_filtering", "--filter", &v, err, size);
+		if (ret)
+			return ret;
+		if (!v)
+			return cfg_error(-EOPNOTSUPP, err, size, "--filter: this CPU has no IP "
+					 "filtering (caps/ip_filtering=0)");
+		ret = need_cap(pmu, "num_address_ranges", "--filter", &ranges, err, size);
+		if (ret)
+			return ret;
+		if ((uint32_t)req->nr_filters > ranges)
+			return cfg_error(-EINVAL, err, size, "--filter given %d times, but this CPU "
+					 "has %u address range%s (caps/num_address_ranges=%u)",
+					 req->nr_filters, ranges, ranges == 1 ? "" : "s", ranges);
+	}
+	return 0;
+}
+
+void pt_attr_pt(struct perf_event_attr *attr, uint32_t type, const uint64_t config[3], bool kernel)
+{
+	memset(attr, 0, sizeof(*attr));
+	attr->size = sizeof(*attr);
+	attr->type = type;
+	attr->config = config[0];
+	attr->config1 = config[1];
+	attr->config2 = config[2];
+	attr->disabled = 1;
+	attr->sample_period = 1;
+	attr->sample_type = PT_SAMPLE_TYPE;
+	attr->sample_id_all = 1;
+	attr->exclude_kernel = !kernel;
+	attr->exclude_hv = 1;
+	attr->mmap = 1;
+	attr->mmap2 = 1;
+	attr->comm = 1;
+	attr->comm_exec = 1;
+	attr->task = 1;
+	attr->context_switch = 1;
+	/* code the kernel patches at run time, replayed by the decoder (§6) */
+	attr->text_poke = kernel;
+}
+
+void pt_attr_trigger(struct perf_event_attr *attr, uint64_t tp_id)
+{
+	memset(attr, 0, sizeof(*attr));
+	attr->size = sizeof(*attr);
+	attr->type = PERF_TYPE_TRACEPOINT;
+	attr->config = tp_id;
+	attr->sample_period = 1;
+	attr->sample_type = PERF_SAMPLE_TIME | PERF_SAMPLE_IDENTIFIER;
+	pt_attr_set_aux_action(attr, PT_AUX_PAUSE);
+}
+
+/* perf's intel_pt_parse_terms(pmu, "tsc", &bit): the config with that one term set. */
+static uint64_t term_mask(const struct pt_pmu *pmu, const char *name)
+{
+	struct pt_format_field f;
+
+	return pt_pmu__format(pmu, name, &f) || f.word ? 0 : f.mask & -f.mask;
+}
+
+void pt_pmu__fill_info(const struct pt_pmu *pmu, struct pd_pt_info *info)
+{
+	struct pt_format_field f;
+	uint32_t v, num = 0, den = 0;
+
+	info->pmu_type = pmu->type;
+	info->tsc_bit = term_mask(pmu, "tsc");
+	info->noretcomp_bit = term_mask(pmu, "noretcomp");
+	info->mtc_bit = term_mask(pmu, "mtc");
+	info->cyc_bit = term_mask(pmu, "cyc");
+	info->mtc_freq_bits = !pt_pmu__format(pmu, "mtc_period", &f) && !f.word ? f.mask : 0;
+	if (!pt_pmu__tsc_art_ratio(pmu, &num, &den)) {
+		info->tsc_ctc_ratio_n = num;
+		info->tsc_ctc_ratio_d = den;
+	}
+	info->max_non_turbo_ratio = pt_pmu__max_nonturbo_ratio(pmu, &v) ? 0 : v;
+	info->cap_event_trace = pt_pmu__cap(pmu, "event_trace", &v) ? 0 : v;
+	/* per-CPU overwrite rings with context switches on CPU-wide events */
+	info->have_sched_switch = 3;
+	info->snapshot_mode = 1;
+	info->per_cpu_mmaps = 1;
+	info->present = true;
+	info->auxtrace_type = 1;
 }

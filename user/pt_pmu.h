@@ -11,6 +11,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <linux/perf_event.h>
+
+#include "cli.h"
+#include "perfdata.h"
 
 /* The PMU directory below the sysfs root. */
 #define PT_PMU_SUBDIR "bus/event_source/devices/intel_pt"
@@ -63,5 +68,90 @@ uint64_t pt_format_get(const struct pt_format_field *f, const uint64_t config[3]
  * the same line `ptbpf doctor` prints.
  */
 bool pt_pmu_usable(const char *sysfs_root, char *why, size_t size);
+
+/* ---- configuration: what the pt backend asks of PT ---- */
+
+/* The part of struct capture_opts that shapes the PT event. */
+struct pt_request {
+	enum pt_timing timing;	/* TIMING_MTC, TIMING_TSC, TIMING_CYC */
+	bool timing_given;	/* false: mtc where the CPU has it, else tsc (perf's default) */
+	int psb_period;		/* -1: perf's default (3, or the nearest the CPU allows) */
+	bool noretcomp;		/* no return compression */
+	bool kernel;		/* trace the kernel too (exclude_kernel = 0) */
+	int nr_filters;		/* address filter ranges wanted (--filter) */
+};
+
+/* struct pt_request from the command line. */
+void pt_request_from_opts(const struct capture_opts *opts, struct pt_request *req);
+
+/*
+ * attr.config, config1, config2 for `req`: each field placed where format/ says, each
+ * value checked against caps/ with the rules of the kernel's pt_event_valid(), defaults
+ * as perf picks them (tsc, mtc with mtc_period 3 or the nearest allowed, psb_period
+ * likewise, pt and branch). On error `err` gets one line naming the option, the value
+ * and what this CPU allows, and the return is -EINVAL (a value not allowed),
+ * -EOPNOTSUPP (a feature the CPU lacks) or -ENOENT (a format or caps file this kernel
+ * does not have).
+ */
+int pt_pmu__config(const struct pt_pmu *pmu, const struct pt_request *req, uint64_t config[3],
+		   char *err, size_t size);
+
+/*
+ * The allowed values of a caps/ bitmap as perf prints them: "0,3,6,9", "0-5", "none".
+ * `always0` adds 0, which the kernel accepts for psb_period and cyc_thresh.
+ */
+const char *pt_allowed_str(uint32_t bitmap, bool always0, char *buf, size_t size);
+
+/*
+ * perf's pick among allowed values: `target` if allowed, else the highest allowed value
+ * below it, else the lowest above it; -1 if none (intel_pt_pick_bit()).
+ */
+int pt_pick_value(uint32_t bitmap, int target);
+
+/* The aux_action word of perf_event_attr (6.13+; __reserved_3 in older UAPI headers). */
+#define PT_AUX_START_PAUSED	(1u << 0)
+#define PT_AUX_PAUSE		(1u << 1)
+#define PT_AUX_RESUME		(1u << 2)
+#define PT_ATTR_AUX_ACTION_OFFSET 116
+
+static inline void pt_attr_set_aux_action(struct perf_event_attr *attr, uint32_t bits)
+{
+	memcpy((char *)attr + PT_ATTR_AUX_ACTION_OFFSET, &bits, sizeof(bits));
+}
+
+static inline uint32_t pt_attr_aux_action(const struct perf_event_attr *attr)
+{
+	uint32_t bits;
+
+	memcpy(&bits, (const char *)attr + PT_ATTR_AUX_ACTION_OFFSET, sizeof(bits));
+	return bits;
+}
+
+/* Sample fields of every record on the PT event's data ring (the sample_id_all trailer). */
+#define PT_SAMPLE_TYPE                                                                      \
+	(PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER)
+
+/*
+ * One CPU's PT event (notes/kernel-pt-abi.md §1.7, §9): type and config from sysfs,
+ * disabled, sample_period 1 without freq (as perf), user only unless `kernel`, and the
+ * sideband on the event itself: mmap, mmap2, comm, comm_exec, task, context_switch
+ * (SWITCH_CPU_WIDE, per-CPU), sample_id_all with PT_SAMPLE_TYPE; text_poke with `kernel`.
+ */
+void pt_attr_pt(struct perf_event_attr *attr, uint32_t type, const uint64_t config[3], bool kernel);
+
+/*
+ * A trigger member of a CPU's PT group (§3.6): the tracepoint `tp_id`, sampling
+ * (sample_period 1), aux_pause, exclude_kernel 0 (perf_tp_event_match() drops kernel-mode
+ * hits of an exclude_kernel event), enabled with its leader.
+ */
+void pt_attr_trigger(struct perf_event_attr *attr, uint64_t tp_id);
+
+/*
+ * The intel_pt AUXTRACE_INFO words that come from the PMU and the config (perf's
+ * intel_pt_info_fill()): PMU type, the tsc/noretcomp/mtc/cyc bits and mtc_period field
+ * (as config masks, like perf), the TSC:CTC ratio, max_nonturbo_ratio, per-CPU snapshot
+ * mode with SWITCH_CPU_WIDE sideband. Time conversion and filter are the caller's.
+ */
+void pt_pmu__fill_info(const struct pt_pmu *pmu, struct pd_pt_info *info);
 
 #endif /* PTBPF_PT_PMU_H */
