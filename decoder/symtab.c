@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <stdio.h>
 #include <libelf.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,10 +187,15 @@ static int collect_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct s
 	return added;
 }
 
-/* GOT slot -> symbol name, from the JUMP_SLOT and GLOB_DAT relocations. */
+/*
+ * GOT slot -> symbol name, from the JUMP_SLOT and GLOB_DAT relocations; IRELATIVE ones
+ * (static binaries' ifuncs) name no symbol but the resolver, whose symbol names the slot.
+ */
 struct got_name {
 	uint64_t slot;		/* address of the GOT entry */
-	const char *name;	/* points into the ELF's string table (valid while it is open) */
+	const char *name;	/* points into the ELF's string table (valid while it is open),
+				 * NULL for IRELATIVE */
+	uint64_t resolver;	/* IRELATIVE: address of the ifunc resolver (the addend) */
 };
 
 static int cmp_got(const void *a, const void *b)
@@ -214,16 +220,16 @@ static int collect_got_names(Elf *elf, struct got_name **out, size_t *nr_out)
 		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_RELA && sh.sh_type != SHT_REL))
 			continue;
 		symscn = elf_getscn(elf, sh.sh_link);
-		if (!symscn || !gelf_getshdr(symscn, &symsh) || symsh.sh_type != SHT_DYNSYM)
-			continue;
+		symdata = NULL;
+		if (symscn && gelf_getshdr(symscn, &symsh) && symsh.sh_type == SHT_DYNSYM)
+			symdata = elf_getdata(symscn, NULL);
 		data = elf_getdata(scn, NULL);
-		symdata = elf_getdata(symscn, NULL);
-		if (!data || !symdata || !sh.sh_entsize)
+		if (!data || !sh.sh_entsize)
 			continue;
 		n = sh.sh_size / sh.sh_entsize;
 		for (i = 0; i < n; i++) {
-			uint64_t info, offset;
-			const char *name;
+			uint64_t info, offset, addend = 0;
+			const char *name = NULL;
 			GElf_Sym s;
 
 			if (sh.sh_type == SHT_RELA) {
@@ -233,6 +239,7 @@ static int collect_got_names(Elf *elf, struct got_name **out, size_t *nr_out)
 					continue;
 				info = r.r_info;
 				offset = r.r_offset;
+				addend = (uint64_t)r.r_addend;
 			} else {
 				GElf_Rel r;
 
@@ -241,14 +248,21 @@ static int collect_got_names(Elf *elf, struct got_name **out, size_t *nr_out)
 				info = r.r_info;
 				offset = r.r_offset;
 			}
-			if (GELF_R_TYPE(info) != R_X86_64_JUMP_SLOT &&
-			    GELF_R_TYPE(info) != R_X86_64_GLOB_DAT)
+			if (GELF_R_TYPE(info) == R_X86_64_IRELATIVE) {
+				if (!addend)
+					continue;
+			} else if (GELF_R_TYPE(info) == R_X86_64_JUMP_SLOT ||
+				   GELF_R_TYPE(info) == R_X86_64_GLOB_DAT) {
+				if (!symdata || !GELF_R_SYM(info) ||
+				    !gelf_getsym(symdata, (int)GELF_R_SYM(info), &s))
+					continue;
+				name = elf_strptr(elf, symsh.sh_link, s.st_name);
+				if (!name || !*name)
+					continue;
+				addend = 0;
+			} else {
 				continue;
-			if (!GELF_R_SYM(info) || !gelf_getsym(symdata, (int)GELF_R_SYM(info), &s))
-				continue;
-			name = elf_strptr(elf, symsh.sh_link, s.st_name);
-			if (!name || !*name)
-				continue;
+			}
 			if (nr == cap) {
 				struct got_name *nv;
 
@@ -262,6 +276,7 @@ static int collect_got_names(Elf *elf, struct got_name **out, size_t *nr_out)
 			}
 			v[nr].slot = offset;
 			v[nr].name = name;
+			v[nr].resolver = addend;
 			nr++;
 		}
 	}
@@ -272,7 +287,7 @@ static int collect_got_names(Elf *elf, struct got_name **out, size_t *nr_out)
 	return 0;
 }
 
-static const char *got_lookup(const struct got_name *v, size_t nr, uint64_t slot)
+static const struct got_name *got_lookup(const struct got_name *v, size_t nr, uint64_t slot)
 {
 	size_t lo = 0, hi = nr;
 
@@ -284,7 +299,24 @@ static const char *got_lookup(const struct got_name *v, size_t nr, uint64_t slot
 		else
 			hi = mid;
 	}
-	return lo < nr && v[lo].slot == slot ? v[lo].name : NULL;
+	return lo < nr && v[lo].slot == slot ? &v[lo] : NULL;
+}
+
+/* The name of the symbol collected at `addr` (an ifunc resolver), copied to buf. */
+static const char *collected_name(const struct symtab *st, const struct collect *c,
+				  uint64_t addr, char *buf, size_t size)
+{
+	const struct raw_sym *best = NULL;
+	size_t i;
+
+	/* "strlen" (the global ifunc) rather than its local "strlen_ifunc" alias */
+	for (i = 0; i < c->nr; i++)
+		if (c->v[i].addr == addr && (!best || c->v[i].rank < best->rank))
+			best = &c->v[i];
+	if (!best)
+		return NULL;
+	snprintf(buf, size, "%s", st->names + best->name_off);
+	return buf;
 }
 
 /*
@@ -338,8 +370,12 @@ static int collect_plt(Elf *elf, struct symtab *st, struct collect *c)
 		for (off = 0; off + ent <= data->d_size; off += ent) {
 			uint64_t slot = plt_entry_slot((const uint8_t *)data->d_buf + off, ent,
 						       sh.sh_addr + off);
-			const char *name = slot ? got_lookup(got, nr_got, slot) : NULL;
+			const struct got_name *g = slot ? got_lookup(got, nr_got, slot) : NULL;
+			const char *name = g ? g->name : NULL;
+			char buf[256];
 
+			if (g && !name)
+				name = collected_name(st, c, g->resolver, buf, sizeof(buf));
 			if (!name)
 				continue;
 			err = collect_add(st, c, name, "@plt", sh.sh_addr + off, ent,
@@ -353,7 +389,8 @@ out:
 	return err;
 }
 
-static void read_build_id(Elf *elf, struct symtab *st)
+/* The NT_GNU_BUILD_ID note of `elf` into id[cap]; returns its size, 0 if none. */
+static uint32_t read_build_id(Elf *elf, uint8_t *id, uint32_t cap)
 {
 	Elf_Scn *scn = NULL;
 
@@ -371,30 +408,33 @@ static void read_build_id(Elf *elf, struct symtab *st)
 		while ((off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
 			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
 			    memcmp((char *)data->d_buf + name_off, "GNU", 4) ||
-			    !nh.n_descsz || nh.n_descsz > sizeof(st->build_id))
+			    !nh.n_descsz || nh.n_descsz > cap)
 				continue;
-			memcpy(st->build_id, (char *)data->d_buf + desc_off, nh.n_descsz);
-			st->build_id_size = nh.n_descsz;
-			return;
+			memcpy(id, (char *)data->d_buf + desc_off, nh.n_descsz);
+			return nh.n_descsz;
 		}
 	}
+	return 0;
 }
 
-static int read_segments(Elf *elf, struct symtab *st)
+static int read_segments(Elf *elf, struct sym_segment **out, uint32_t *nr)
 {
+	struct sym_segment *segs;
 	size_t phnum, i;
 
+	*out = NULL;
+	*nr = 0;
 	if (elf_getphdrnum(elf, &phnum) || !phnum)
 		return 0;
-	st->segs = calloc(phnum, sizeof(*st->segs));
-	if (!st->segs)
+	segs = calloc(phnum, sizeof(*segs));
+	if (!segs)
 		return -ENOMEM;
 	for (i = 0; i < phnum; i++) {
 		GElf_Phdr ph;
 
 		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
 			continue;
-		st->segs[st->nr_segs++] = (struct sym_segment){
+		segs[(*nr)++] = (struct sym_segment){
 			.vaddr = ph.p_vaddr,
 			.memsz = ph.p_memsz,
 			.offset = ph.p_offset,
@@ -402,6 +442,7 @@ static int read_segments(Elf *elf, struct symtab *st)
 			.flags = ph.p_flags,
 		};
 	}
+	*out = segs;
 	return 0;
 }
 
@@ -494,10 +535,10 @@ static int load_elf(Elf *elf, struct symtab *st)
 		return -ENOEXEC;
 	st->e_type = eh.e_type;
 	st->e_entry = eh.e_entry;
-	err = read_segments(elf, st);
+	err = read_segments(elf, &st->segs, &st->nr_segs);
 	if (err)
 		return err;
-	read_build_id(elf, st);
+	st->build_id_size = read_build_id(elf, st->build_id, sizeof(st->build_id));
 
 	while ((scn = elf_nextscn(elf, scn))) {
 		if (!gelf_getshdr(scn, &sh))
@@ -535,6 +576,35 @@ out:
 	return err;
 }
 
+/* Opens `path` as an ELF file: 0, or -ENOENT/-EACCES/-ENOEXEC... */
+static int elf_open(const char *path, int *fd, Elf **elf)
+{
+	*elf = NULL;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOTSUP;
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0)
+		return -errno;
+	*elf = elf_begin(*fd, ELF_C_READ_MMAP, NULL);
+	if (!*elf || elf_kind(*elf) != ELF_K_ELF) {
+		if (*elf)
+			elf_end(*elf);
+		*elf = NULL;
+		close(*fd);
+		*fd = -1;
+		return -ENOEXEC;
+	}
+	return 0;
+}
+
+static void elf_close(int fd, Elf *elf)
+{
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+}
+
 int symtab__load(const char *path, struct symtab **out)
 {
 	struct symtab *st = NULL;
@@ -544,16 +614,9 @@ int symtab__load(const char *path, struct symtab **out)
 	if (!path || !out)
 		return -EINVAL;
 	*out = NULL;
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -ENOTSUP;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF) {
-		err = -ENOEXEC;
-		goto cleanup;
-	}
+	err = elf_open(path, &fd, &elf);
+	if (err)
+		return err;
 	st = calloc(1, sizeof(*st));
 	if (!st) {
 		err = -ENOMEM;
@@ -571,11 +634,46 @@ int symtab__load(const char *path, struct symtab **out)
 	st = NULL;
 cleanup:
 	symtab__free(st);
-	if (elf)
-		elf_end(elf);
-	if (fd >= 0)
-		close(fd);
+	elf_close(fd, elf);
 	return err;
+}
+
+int symtab__read_segments(const char *path, struct sym_segment **segs, uint32_t *nr, bool *pie)
+{
+	GElf_Ehdr eh;
+	Elf *elf;
+	int fd, err;
+
+	if (!path || !segs || !nr)
+		return -EINVAL;
+	*segs = NULL;
+	*nr = 0;
+	err = elf_open(path, &fd, &elf);
+	if (err)
+		return err;
+	if (!gelf_getehdr(elf, &eh))
+		err = -ENOEXEC;
+	else
+		err = read_segments(elf, segs, nr);
+	if (!err && pie)
+		*pie = eh.e_type == ET_DYN;
+	elf_close(fd, elf);
+	return err;
+}
+
+int symtab__read_build_id(const char *path, uint8_t *id, uint32_t cap, uint32_t *size)
+{
+	Elf *elf;
+	int fd, err;
+
+	if (!path || !id || !size)
+		return -EINVAL;
+	err = elf_open(path, &fd, &elf);
+	if (err)
+		return err;
+	*size = read_build_id(elf, id, cap);
+	elf_close(fd, elf);
+	return *size ? 0 : -ENOENT;
 }
 
 void symtab__free(struct symtab *st)

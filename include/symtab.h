@@ -59,4 +59,11 @@ const struct sym_segment *symtab__segment(const struct symtab *st, uint32_t i);
 int symtab__load_bias(const struct symtab *st, uint64_t map_start, uint64_t pgoff,
 		      uint64_t *bias);
 
+/*
+ * Without loading symbols: the PT_LOAD segments of an ELF file (caller frees *segs) and
+ * whether it is ET_DYN; its GNU build-id (-ENOENT if none). Same errors as symtab__load().
+ */
+int symtab__read_segments(const char *path, struct sym_segment **segs, uint32_t *nr, bool *pie);
+int symtab__read_build_id(const char *path, uint8_t *id, uint32_t cap, uint32_t *size);
+
 #endif /* PTBPF_SYMTAB_H */

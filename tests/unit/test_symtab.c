@@ -290,6 +290,35 @@ static void test_dynsym_only(void **state)
 	symtab__free(st);
 }
 
+static void test_read_without_symbols(void **state)
+{
+	struct sym_segment *segs = NULL;
+	const uint8_t *id;
+	uint8_t buf[64];
+	uint32_t nr = 0, size = 0, isize;
+	bool pie = false;
+
+	assert_int_equal(symtab__read_segments(NULL, &segs, &nr, &pie), -EINVAL);
+	assert_int_equal(symtab__read_segments("/proc/self/exe", NULL, &nr, &pie), -EINVAL);
+	assert_int_equal(symtab__read_segments("/proc/self/exe", &segs, NULL, &pie), -EINVAL);
+	assert_int_equal(symtab__read_segments("/nonexistent/x", &segs, &nr, &pie), -ENOENT);
+	assert_int_equal(symtab__read_segments("/proc/self/exe", &segs, &nr, &pie), 0);
+	assert_int_equal(nr, symtab__nr_segments(self));
+	assert_memory_equal(segs, symtab__segment(self, 0), sizeof(*segs));
+	assert_true(pie);
+	free(segs);
+
+	assert_int_equal(symtab__read_build_id(NULL, buf, sizeof(buf), &size), -EINVAL);
+	assert_int_equal(symtab__read_build_id("/proc/self/exe", NULL, 8, &size), -EINVAL);
+	assert_int_equal(symtab__read_build_id("/proc/self/exe", buf, 8, NULL), -EINVAL);
+	assert_int_equal(symtab__read_build_id("/proc/self/exe", buf, sizeof(buf), &size), 0);
+	assert_int_equal(symtab__build_id(self, &id, &isize), 0);
+	assert_int_equal(size, isize);
+	assert_memory_equal(buf, id, size);
+	/* a buffer too small for the note finds none */
+	assert_int_equal(symtab__read_build_id("/proc/self/exe", buf, 4, &size), -ENOENT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -304,6 +333,7 @@ int main(void)
 		cmocka_unit_test(test_suggest),
 		cmocka_unit_test(test_offsets_and_facts),
 		cmocka_unit_test(test_dynsym_only),
+		cmocka_unit_test(test_read_without_symbols),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
