@@ -21,9 +21,22 @@
  * AUX_WRAP_PROBE_BYTES is non-zero (rings start zeroed): then [head,size) + [0,head)
  * is copied, else [0,head).
  * Returns the number of bytes copied; *wrapped says which case it was.
- * `size` must be a power of two.
+ * `size` must be a power of two; with a NULL ring or out, or a size that is not, nothing
+ * is copied and 0 returned.
  */
 size_t aux_ring_copy(const void *ring, size_t size, uint64_t head, bool known_wrapped, void *out,
 		     bool *wrapped);
+
+struct perf_event_mmap_page;
+
+/*
+ * aux_ring_copy() of a kernel AUX area: `aux` is the mapping at pc->aux_offset, of
+ * pc->aux_size bytes; aux_head is read from the user page (with acquire ordering, after
+ * the event was disabled: in overwrite mode it is an offset in the ring and is only
+ * published when PT is stopped with an update, notes/kernel-pt-abi.md §2.2). `*head`
+ * (optional) gets the offset used.
+ */
+size_t aux_ring_snapshot(const struct perf_event_mmap_page *pc, const void *aux, bool known_wrapped,
+			 void *out, bool *wrapped, uint64_t *head);
 
 #endif /* PTBPF_AUX_RING_H */

@@ -185,7 +185,8 @@ static void check_kernel(void)
 	set(CHK_KERNEL, true, "Linux %s %s", facts.uts.release, facts.uts.machine);
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
 		set(CHK_BTF, false, "/sys/kernel/btf/vmlinux: %s", strerror(errno));
-		set_fix(CHK_BTF, "a kernel built with CONFIG_DEBUG_INFO_BTF=y (CO-RE BPF needs it)");
+		set_fix(CHK_BTF, "a kernel built with CONFIG_DEBUG_INFO_BTF=y (CO-RE BPF needs "
+			"it)");
 	} else {
 		set(CHK_BTF, true, "/sys/kernel/btf/vmlinux");
 	}
@@ -230,10 +231,10 @@ static void check_aux_pause(void)
 		set(CHK_AUX_PAUSE, true, "perf_event_attr.aux_pause is in the running kernel's BTF "
 		    "(Linux %s)", facts.uts.release);
 	} else {
-		set(CHK_AUX_PAUSE, false, "perf_event_attr has no aux_pause in the running kernel's "
-		    "BTF (Linux %s; it came in 6.13)", facts.uts.release);
-		set_fix(CHK_AUX_PAUSE, "Linux 6.13 or newer for the in-kernel freeze; older kernels "
-			"freeze from user space, later");
+		set(CHK_AUX_PAUSE, false, "perf_event_attr has no aux_pause in the running "
+		    "kernel's BTF (Linux %s; it came in 6.13)", facts.uts.release);
+		set_fix(CHK_AUX_PAUSE, "Linux 6.13 or newer for the in-kernel freeze; older "
+			"kernels freeze from user space, later");
 	}
 	btf__free(btf);
 }
@@ -433,8 +434,9 @@ cleanup:
 static bool probe_evidence(const struct probe_result *r, const char *what, char *buf, size_t size)
 {
 	if (r->load_err == -EPERM && privs_has_cap(CAP_BPF) && privs_has_cap(CAP_PERFMON))
-		snprintf(buf, size, "%s: loading the program was refused (EPERM) although CAP_BPF "
-			 "and CAP_PERFMON are effective: kernel lockdown or an LSM forbids it", what);
+		snprintf(buf, size, "%s: loading the program was refused (EPERM) although "
+			 "CAP_BPF and CAP_PERFMON are effective: kernel lockdown or an LSM "
+			 "forbids it", what);
 	else if (r->load_err)
 		snprintf(buf, size, "%s: loading the program failed: %s", what,
 			 strerror(-r->load_err));
@@ -591,7 +593,8 @@ static void check_kernel_decode(void)
 		}
 		fclose(f);
 		if (addr) {
-			set(CHK_KALLSYMS, true, "readable, addresses visible (_stext at %llx)", addr);
+			set(CHK_KALLSYMS, true, "readable, addresses visible (_stext at %llx)",
+			    addr);
 		} else {
 			set(CHK_KALLSYMS, false, "readable, but _stext shows no address "
 			    "(kernel.kptr_restrict=%d)", kptr);
@@ -703,8 +706,9 @@ static void check_backends(void)
 			       "disable_ioctl";
 	if (pt && facts.aux_pause && facts.uprobe_events) {
 		facts.freeze_path = "aux_pause";
-		set(CHK_FREEZE_PATH, true, "in the kernel: aux_pause trigger events in each CPU's PT "
-		    "group stop PT at the probe; the loader then disables every CPU's PT event");
+		set(CHK_FREEZE_PATH, true, "in the kernel: aux_pause trigger events in each CPU's "
+		    "PT group stop PT at the probe; the loader then disables every CPU's PT "
+		    "event");
 	} else if (pt) {
 		facts.freeze_path = "disable_ioctl";
 		set(CHK_FREEZE_PATH, true, "from user space: the loader disables every CPU's PT "
@@ -716,8 +720,8 @@ static void check_backends(void)
 			"in-kernel freeze");
 	} else if (ss) {
 		facts.freeze_path = "singlestep";
-		set(CHK_FREEZE_PATH, true, "singlestep: stepping stops at the trigger; with Intel PT "
-		    "this host would freeze %s", facts.aux_pause && facts.uprobe_events ?
+		set(CHK_FREEZE_PATH, true, "singlestep: stepping stops at the trigger; with Intel "
+		    "PT this host would freeze %s", facts.aux_pause && facts.uprobe_events ?
 		    "in the kernel (aux_pause)" : "from user space (PERF_EVENT_IOC_DISABLE)");
 	} else {
 		facts.freeze_path = "none";
@@ -792,7 +796,8 @@ static int print_json(int status)
 
 	obj = json_object_new_object();
 	sub = json_object_new_object();
-	json_object_object_add(sub, "usable", json_object_new_boolean(checks[CHK_BACKEND_PT].present));
+	json_object_object_add(sub, "usable",
+			       json_object_new_boolean(checks[CHK_BACKEND_PT].present));
 	json_object_object_add(sub, "why", checks[CHK_BACKEND_PT].present ? NULL :
 			       json_str(facts.pt_why));
 	json_object_object_add(obj, "pt", sub);

@@ -61,12 +61,14 @@ static bool perf_allowed(int max, const char *what, char *why, size_t size)
 		return true;
 	if (why && size) {
 		if (err)
-			snprintf(why, size, "%s needs CAP_PERFMON (cannot read %s: %s); fix: run as "
-				 "root or grant CAP_PERFMON", what, PARANOID_PATH, strerror(-err));
+			snprintf(why, size, "%s needs CAP_PERFMON (cannot read %s: %s); fix: run "
+				 "as root or grant CAP_PERFMON", what, PARANOID_PATH,
+				 strerror(-err));
 		else
-			snprintf(why, size, "%s needs CAP_PERFMON or kernel.perf_event_paranoid <= %d "
-				 "(it is %d); fix: run as root, grant CAP_PERFMON, or sysctl "
-				 "kernel.perf_event_paranoid=%d", what, max, paranoid, max);
+			snprintf(why, size, "%s needs CAP_PERFMON or kernel.perf_event_paranoid "
+				 "<= %d (it is %d); fix: run as root, grant CAP_PERFMON, or "
+				 "sysctl kernel.perf_event_paranoid=%d", what, max, paranoid,
+				 max);
 	}
 	return false;
 }
@@ -133,19 +135,21 @@ int privs_ptrace_probe(char *evidence, size_t size)
 	if (ptrace(PTRACE_SEIZE, pid, 0, 0)) {
 		err = -errno;
 		if (seccomp > 0 && (err == -EPERM || err == -EACCES))
-			snprintf(evidence, size, "PTRACE_SEIZE of a child: %s, with a seccomp filter on "
-				 "this process (Seccomp: %d in /proc/self/status); fix: run outside "
-				 "the sandbox, or allow ptrace (docker: --cap-add SYS_PTRACE "
-				 "--security-opt seccomp=unconfined)", strerror(-err), seccomp);
+			snprintf(evidence, size, "PTRACE_SEIZE of a child: %s, with a seccomp "
+				 "filter on this process (Seccomp: %d in /proc/self/status); fix: "
+				 "run outside the sandbox, or allow ptrace (docker: --cap-add "
+				 "SYS_PTRACE --security-opt seccomp=unconfined)", strerror(-err),
+				 seccomp);
 		else if (privs_has_cap(CAP_SYS_PTRACE))
-			snprintf(evidence, size, "PTRACE_SEIZE of a child: %s although CAP_SYS_PTRACE "
-				 "is effective%s; fix: an LSM policy (AppArmor, SELinux) forbids "
-				 "ptrace: allow it for ptbpf", strerror(-err), yama);
+			snprintf(evidence, size, "PTRACE_SEIZE of a child: %s although "
+				 "CAP_SYS_PTRACE is effective%s; fix: an LSM policy (AppArmor, "
+				 "SELinux) forbids ptrace: allow it for ptbpf", strerror(-err),
+				 yama);
 		else
 			snprintf(evidence, size, "PTRACE_SEIZE of a child: %s%s; fix: %s",
 				 strerror(-err), yama, scope == 3 ? "kernel.yama.ptrace_scope=3 "
-				 "forbids ptrace until reboot" : "run as root or grant CAP_SYS_PTRACE, "
-				 "or sysctl kernel.yama.ptrace_scope=1");
+				 "forbids ptrace until reboot" : "run as root or grant "
+				 "CAP_SYS_PTRACE, or sysctl kernel.yama.ptrace_scope=1");
 		goto cleanup;
 	}
 	if (ptrace(PTRACE_INTERRUPT, pid, 0, 0) || waitpid(pid, &status, __WALL) != pid) {
@@ -160,8 +164,8 @@ int privs_ptrace_probe(char *evidence, size_t size)
 	}
 	if (!WIFSTOPPED(status) || WSTOPSIG(status) != SIGTRAP) {
 		err = -EIO;
-		snprintf(evidence, size, "PTRACE_SINGLESTEP did not stop with SIGTRAP (status 0x%x)",
-			 status);
+		snprintf(evidence, size, "PTRACE_SINGLESTEP did not stop with SIGTRAP (status "
+			 "0x%x)", status);
 		goto cleanup;
 	}
 	snprintf(evidence, size, "seized, interrupted and single-stepped a child process%s",

@@ -383,8 +383,8 @@ static int try_open(uint32_t type, char *why, size_t size)
 	err = -errno;
 	if (why && size)
 		snprintf(why, size, "opening an intel_pt event (type %u) on CPU %d failed: %s%s",
-			 type, cpu, strerror(-err), err == -EBUSY ? "; fix: stop the other Intel PT "
-			 "user (perf record -e intel_pt//, another ptbpf)" : err == -EACCES ||
+			 type, cpu, strerror(-err), err == -EBUSY ? "; fix: stop the other Intel "
+			 "PT user (perf record -e intel_pt//, another ptbpf)" : err == -EACCES ||
 			 err == -EPERM ? "; fix: run as root or grant CAP_PERFMON" : "");
 	return err;
 }
@@ -402,16 +402,17 @@ bool pt_pmu_usable(const char *sysfs_root, char *why, size_t size)
 	if (err == -ENOENT) {
 		if (why && size) {
 			cpu_hint(hint, sizeof(hint));
-			snprintf(why, size, "no Intel PT PMU: %s/" PT_PMU_SUBDIR " does not exist%s; "
-				 "fix: run on bare metal with an Intel CPU that has Intel PT "
-				 "(Broadwell or newer), or use --backend singlestep", sysfs_root, hint);
+			snprintf(why, size, "no Intel PT PMU: %s/" PT_PMU_SUBDIR " does not "
+				 "exist%s; fix: run on bare metal with an Intel CPU that has Intel "
+				 "PT (Broadwell or newer), or use --backend singlestep", sysfs_root,
+				 hint);
 		}
 		return false;
 	}
 	if (err) {
 		if (why && size)
-			snprintf(why, size, "cannot read the Intel PT PMU at %s/" PT_PMU_SUBDIR ": %s",
-				 sysfs_root, strerror(-err));
+			snprintf(why, size, "cannot read the Intel PT PMU at %s/" PT_PMU_SUBDIR
+				 ": %s", sysfs_root, strerror(-err));
 		return false;
 	}
 	type = pmu->type;
@@ -589,8 +590,9 @@ static int config_psb(const struct pt_pmu *pmu, const struct pt_request *req, ui
 	if (ret)
 		return ret;
 	if (!psb_cyc)
-		return cfg_error(-EOPNOTSUPP, err, size, "--psb-period %d: this CPU has a fixed PSB "
-				 "period (caps/psb_cyc=0); leave --psb-period out", req->psb_period);
+		return cfg_error(-EOPNOTSUPP, err, size, "--psb-period %d: this CPU has a fixed "
+				 "PSB period (caps/psb_cyc=0); leave --psb-period out",
+				 req->psb_period);
 	ret = need_cap(pmu, "psb_periods", why, &periods, err, size);
 	if (ret)
 		return ret;
@@ -667,8 +669,8 @@ int pt_pmu__config(const struct pt_pmu *pmu, const struct pt_request *req, uint6
 		if (ret)
 			return ret;
 		if ((uint32_t)req->nr_filters > ranges)
-			return cfg_error(-EINVAL, err, size, "--filter given %d times, but this CPU "
-					 "has %u address range%s (caps/num_address_ranges=%u)",
+			return cfg_error(-EINVAL, err, size, "--filter given %d times, but this "
+					 "CPU has %u address range%s (caps/num_address_ranges=%u)",
 					 req->nr_filters, ranges, ranges == 1 ? "" : "s", ranges);
 	}
 	return 0;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <linux/perf_event.h>
 
 #include "aux_ring.h"
 
@@ -88,6 +89,133 @@ static void test_known_wrapped_zero_tail(void **state)
 	free(out);
 }
 
+
+static void test_head_at_size_minus_one(void **state)
+{
+	uint8_t *r = calloc(1, RING), *out = malloc(RING);
+	bool wrapped;
+
+	/* not wrapped: everything but the last byte written */
+	fill(r, 0, RING - 1, 11);
+	assert_int_equal(aux_ring_copy(r, RING, RING - 1, false, out, &wrapped), RING - 1);
+	assert_false(wrapped);
+	assert_memory_equal(out, r, RING - 1);
+	/* wrapped: the last byte is the oldest, then [0, size-1) */
+	r[RING - 1] = 0x5a;
+	assert_int_equal(aux_ring_copy(r, RING, RING - 1, false, out, &wrapped), RING);
+	assert_true(wrapped);
+	assert_int_equal(out[0], 0x5a);
+	assert_memory_equal(out + 1, r, RING - 1);
+	free(r);
+	free(out);
+}
+
+static void test_wrapped_head_before_probe_area(void **state)
+{
+	/* head early in the ring, old data everywhere after it: wrapped */
+	uint8_t *r = malloc(RING), *out = malloc(RING);
+	bool wrapped;
+
+	fill(r, 0, RING, 3);
+	assert_int_equal(aux_ring_copy(r, RING, 8, false, out, &wrapped), RING);
+	assert_true(wrapped);
+	assert_memory_equal(out, r + 8, RING - 8);
+	free(r);
+	free(out);
+}
+
+static void test_zero_filled_tail(void **state)
+{
+	/*
+	 * The edge case of the zero test: the ring went round, but its last 4 KiB happen to
+	 * be zero (PAD packets are 0x00). Without tracking it looks fresh and only [0,head)
+	 * comes out; a caller that knows better passes known_wrapped.
+	 */
+	uint8_t *r = malloc(RING), *out = malloc(RING);
+	bool wrapped;
+
+	fill(r, 0, RING, 9);
+	memset(r + RING - AUX_WRAP_PROBE_BYTES, 0, AUX_WRAP_PROBE_BYTES);
+	assert_int_equal(aux_ring_copy(r, RING, 1000, false, out, &wrapped), 1000);
+	assert_false(wrapped);
+	assert_int_equal(aux_ring_copy(r, RING, 1000, true, out, &wrapped), RING);
+	assert_true(wrapped);
+	/* one non-zero byte at the very end is enough */
+	r[RING - 1] = 1;
+	assert_int_equal(aux_ring_copy(r, RING, 1000, false, out, &wrapped), RING);
+	assert_true(wrapped);
+	/* and a non-zero byte before the probe area is not looked at */
+	memset(r + 2000, 0, RING - 2000);
+	r[RING - AUX_WRAP_PROBE_BYTES - 1] = 1;
+	assert_int_equal(aux_ring_copy(r, RING, 1000, false, out, &wrapped), 1000);
+	assert_false(wrapped);
+	free(r);
+	free(out);
+}
+
+static void test_small_ring(void **state)
+{
+	/* a one-page ring is all probe area: bytes after head decide */
+	uint8_t r[4096] = {}, out[4096];
+	bool wrapped;
+
+	fill(r, 0, 100, 1);
+	assert_int_equal(aux_ring_copy(r, sizeof(r), 100, false, out, &wrapped), 100);
+	assert_false(wrapped);
+	r[4000] = 1;
+	assert_int_equal(aux_ring_copy(r, sizeof(r), 100, false, out, &wrapped), 4096);
+	assert_true(wrapped);
+}
+
+/* The AUX area as the kernel maps it: aux_head in the user page, ring at aux_offset. */
+static void test_snapshot_user_page(void **state)
+{
+	struct perf_event_mmap_page *pc = calloc(1, 4096);
+	uint8_t *r = calloc(1, RING), *out = malloc(RING);
+	uint64_t head;
+	bool wrapped;
+
+	pc->aux_offset = 4096 * 3;
+	pc->aux_size = RING;
+	fill(r, 0, 5000, 2);
+	pc->aux_head = 5000;
+	assert_int_equal(aux_ring_snapshot(pc, r, false, out, &wrapped, &head), 5000);
+	assert_int_equal(head, 5000);
+	assert_false(wrapped);
+	assert_memory_equal(out, r, 5000);
+	/* in overwrite mode head is an offset; mask it anyway, as the kernel does */
+	fill(r, 0, RING, 4);
+	pc->aux_head = 2 * RING + 12;
+	assert_int_equal(aux_ring_snapshot(pc, r, false, out, &wrapped, &head), RING);
+	assert_int_equal(head, 12);
+	assert_true(wrapped);
+	assert_memory_equal(out, r + 12, RING - 12);
+	/* head is optional */
+	assert_int_equal(aux_ring_snapshot(pc, r, false, out, NULL, NULL), RING);
+	free(pc);
+	free(r);
+	free(out);
+}
+
+static void test_invalid(void **state)
+{
+	uint8_t r[4096] = { 1 }, out[4096];
+	struct perf_event_mmap_page pc = { .aux_size = sizeof(r) };
+	bool wrapped = true;
+
+	assert_int_equal(aux_ring_copy(NULL, sizeof(r), 0, false, out, &wrapped), 0);
+	assert_false(wrapped);
+	assert_int_equal(aux_ring_copy(r, sizeof(r), 0, false, NULL, &wrapped), 0);
+	assert_int_equal(aux_ring_copy(r, 0, 0, false, out, &wrapped), 0);
+	assert_int_equal(aux_ring_copy(r, 3000, 0, false, out, &wrapped), 0);
+	assert_int_equal(aux_ring_copy(r, sizeof(r), 0, false, out, NULL), sizeof(r));
+	assert_int_equal(aux_ring_snapshot(NULL, r, false, out, &wrapped, NULL), 0);
+	assert_int_equal(aux_ring_snapshot(&pc, NULL, false, out, &wrapped, NULL), 0);
+	assert_int_equal(aux_ring_snapshot(&pc, r, false, NULL, &wrapped, NULL), 0);
+	pc.aux_size = 0;
+	assert_int_equal(aux_ring_snapshot(&pc, r, false, out, &wrapped, NULL), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -96,6 +224,12 @@ int main(void)
 		cmocka_unit_test(test_wrapped),
 		cmocka_unit_test(test_head_zero_and_masking),
 		cmocka_unit_test(test_known_wrapped_zero_tail),
+		cmocka_unit_test(test_head_at_size_minus_one),
+		cmocka_unit_test(test_wrapped_head_before_probe_area),
+		cmocka_unit_test(test_zero_filled_tail),
+		cmocka_unit_test(test_small_ring),
+		cmocka_unit_test(test_snapshot_user_page),
+		cmocka_unit_test(test_invalid),
 	};
 
 	return cmocka_run_group_tests_name("aux_ring", tests, NULL, NULL);
