@@ -522,11 +522,14 @@ static char *body_str(const uint8_t *p, size_t len)
 int pd_record_parse(const void *raw, size_t size, uint64_t sample_type, bool sample_id_all,
 		    struct pd_record *out)
 {
-	const struct perf_event_header *h = raw;
+	struct perf_event_header hh, *h = &hh;
 	const uint8_t *b;
 	size_t len, trailer = 0;
 
-	if (!raw || !out || size < sizeof(*h) || h->size < sizeof(*h) || h->size > size)
+	if (!raw || !out || size < sizeof(*h))
+		return -EINVAL;
+	memcpy(h, raw, sizeof(*h));	/* raw may be unaligned */
+	if (h->size < sizeof(*h) || h->size > size)
 		return -EINVAL;
 	memset(out, 0, sizeof(*out));
 	out->type = h->type;

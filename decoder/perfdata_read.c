@@ -400,7 +400,7 @@ static int read_records(struct rd *r, uint64_t start, uint64_t end)
 
 	r->win_len = 0;
 	while (off < end) {
-		const struct perf_event_header *h;
+		struct perf_event_header hh, *h = &hh;
 		const uint8_t *p;
 		uint64_t payload = 0, sample_type;
 		struct pd_record rec;
@@ -411,7 +411,8 @@ static int read_records(struct rd *r, uint64_t start, uint64_t end)
 		p = rd_map(r, off, sizeof(*h), end, &err);
 		if (!p)
 			return err;
-		h = (const void *)p;
+		/* A hostile size can leave records unaligned: copy, do not cast. */
+		memcpy(h, p, sizeof(*h));
 		if (h->size == 0)
 			return rd_err(r, off, "zero-size record (type %u)", h->type);
 		if (h->size < sizeof(*h))
@@ -424,7 +425,6 @@ static int read_records(struct rd *r, uint64_t start, uint64_t end)
 		p = rd_map(r, off, h->size, end, &err);
 		if (!p)
 			return err;
-		h = (const void *)p;
 
 		switch (h->type) {
 		case PERF_RECORD_SAMPLE:
