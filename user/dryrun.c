@@ -79,6 +79,16 @@ static void add_hex(struct json_object *o, const char *key, __u64 v)
 	add_str(o, key, buf);
 }
 
+/* "sym+0xoff" beside an address, where the trigger's binary knows it. */
+static void add_sym(struct dry_run *d, struct json_object *o, const char *key,
+		    const struct trigger_rec *r, __u64 addr)
+{
+	char buf[256];
+
+	if (!triggers__symbolize(d->trig, r, addr, buf, sizeof(buf)))
+		add_str(o, key, buf);
+}
+
 static int print_fire(void *ctx, const struct trigger_rec *r)
 {
 	struct dry_run *d = ctx;
@@ -110,13 +120,16 @@ static int print_fire(void *ctx, const struct trigger_rec *r)
 	case TRIGGER_UPROBE:
 	case TRIGGER_KPROBE:
 		add_hex(o, "ip", r->ip);
+		add_sym(d, o, "sym", r, r->ip);
 		add_hex(o, "arg0", r->arg0);
 		add_hex(o, "arg1", r->arg1);
 		break;
 	case TRIGGER_UPROBE_LATENCY:
 		add_u64(o, "latency_ns", r->latency_ns);
 		add_hex(o, "ip", r->ip);
+		add_sym(d, o, "sym", r, r->ip);
 		add_hex(o, "func_ip", r->func_ip);
+		add_sym(d, o, "func", r, r->func_ip);
 		add_hex(o, "arg0", r->arg0);
 		add_hex(o, "arg1", r->arg1);
 		break;

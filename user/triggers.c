@@ -19,6 +19,7 @@
 #include <libelf.h>
 
 #include "log.h"
+#include "symtab.h"
 #include "syscalls.h"
 #include "triggers.h"
 #include "skel/trigger.skel.h"
@@ -32,7 +33,10 @@ struct trig {
 	/* uprobes */
 	char *bin;		/* absolute path */
 	char *func;		/* symbol, NULL with an address */
-	uint64_t off;		/* +OFF within func, or the file offset of an address */
+	uint64_t off;		/* +OFF within func */
+	uint64_t link_addr;	/* link-time address probed (symbol + OFF, or ADDR) */
+	uint64_t file_off;	/* its file offset: what uprobes take */
+	struct symtab *st;	/* the binary's symbols, NULL if it has none */
 	/* kprobe: func; tracepoint: cat/name */
 	char *cat, *name;
 	int syscall_nr;		/* -1: any */
@@ -169,8 +173,8 @@ found:
 }
 
 /*
- * File offset of a link-time address, through the PT_LOAD segment that maps it: what a
- * uprobe on BIN:0xADDR needs.
+ * File offset of a link-time address, through the PT_LOAD segment that maps it, for
+ * BIN:0xADDR on a stripped binary, which symtab__load() refuses (-ENODATA: no symbols).
  */
 static int addr_to_file_offset(const char *path, uint64_t addr, uint64_t *offset)
 {
@@ -203,11 +207,93 @@ cleanup:
 	return err;
 }
 
+static void no_symbol(const char *arg, struct trig *tr)
+{
+	const char *close[4];
+	int n;
+
+	n = symtab__suggest(tr->st, tr->func, close, 4);
+	if (!n) {
+		elog("--uprobe %s: no function '%s' in %s\n", arg, tr->func, tr->bin);
+		return;
+	}
+	elog("--uprobe %s: no function '%s' in %s (did you mean %s%s%s%s%s%s%s?)\n", arg,
+	     tr->func, tr->bin, close[0], n > 1 ? ", " : "", n > 1 ? close[1] : "",
+	     n > 2 ? ", " : "", n > 2 ? close[2] : "", n > 3 ? ", " : "", n > 3 ? close[3] : "");
+}
+
+/* SYM[+OFF] or 0xADDR inside tr->bin → link-time address and file offset. */
+static int resolve_location(const char *arg, const char *loc, struct trig *tr)
+{
+	const struct sym *sym;
+	char *plus, *end;
+	int err;
+
+	err = symtab__load(tr->bin, &tr->st);
+	if (err == -ENOEXEC) {
+		elog("--uprobe %s: %s is not an ELF file\n", arg, tr->bin);
+		return err;
+	}
+	if (err && err != -ENODATA) {
+		elog("--uprobe %s: cannot read %s: %s\n", arg, tr->bin, strerror(-err));
+		return err;
+	}
+	if (!strncmp(loc, "0x", 2) || !strncmp(loc, "0X", 2)) {
+		errno = 0;
+		tr->link_addr = strtoull(loc, &end, 16);
+		if (errno || *end || end == loc + 2) {
+			elog("invalid --uprobe '%s': bad address '%s'\n", arg, loc);
+			return -EINVAL;
+		}
+		err = tr->st ? symtab__addr_to_offset(tr->st, tr->link_addr, &tr->file_off)
+			     : addr_to_file_offset(tr->bin, tr->link_addr, &tr->file_off);
+		if (err) {
+			elog("--uprobe %s: 0x%llx is not in a loaded segment of %s\n", arg,
+			     (unsigned long long)tr->link_addr, tr->bin);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	plus = strchr(loc, '+');
+	tr->func = plus ? strndup(loc, plus - loc) : strdup(loc);
+	if (!tr->func)
+		return -ENOMEM;
+	if (plus) {
+		errno = 0;
+		tr->off = strtoull(plus + 1, &end, 0);
+		if (errno || *end || !plus[1] || !*tr->func) {
+			elog("invalid --uprobe '%s': bad offset '%s'\n", arg, plus);
+			return -EINVAL;
+		}
+	}
+	if (!tr->st) {
+		elog("--uprobe %s: %s has no symbol table (stripped): give BIN:0xADDR, or use a "
+		     "build with symbols\n", arg, tr->bin);
+		return -ENODATA;
+	}
+	sym = symtab__find_name(tr->st, tr->func);
+	if (!sym) {
+		no_symbol(arg, tr);
+		return -ENOENT;
+	}
+	if (sym->size && tr->off >= sym->size) {
+		elog("--uprobe %s: offset 0x%llx is past the end of %s (%llu bytes)\n", arg,
+		     (unsigned long long)tr->off, tr->func, (unsigned long long)sym->size);
+		return -EINVAL;
+	}
+	tr->link_addr = sym->addr + tr->off;
+	err = symtab__addr_to_offset(tr->st, tr->link_addr, &tr->file_off);
+	if (err) {
+		elog("--uprobe %s: %s is not in a loaded segment of %s\n", arg, tr->func, tr->bin);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* "BIN:SYM[+OFF]" or "BIN:0xADDR". */
 static int parse_uprobe(const char *arg, struct trig *tr)
 {
-	char *copy, *colon, *sym, *plus, *end;
-	uint64_t addr = 0;
+	char *copy, *colon;
 	int err;
 
 	copy = strdup(arg);
@@ -220,44 +306,12 @@ static int parse_uprobe(const char *arg, struct trig *tr)
 		goto cleanup;
 	}
 	*colon = '\0';
-	sym = colon + 1;
 	err = resolve_binary(copy, &tr->bin);
 	if (err) {
 		elog("--uprobe %s: cannot open '%s': %s\n", arg, copy, strerror(-err));
 		goto cleanup;
 	}
-	if (!strncmp(sym, "0x", 2) || !strncmp(sym, "0X", 2)) {
-		errno = 0;
-		addr = strtoull(sym, &end, 16);
-		if (errno || *end || end == sym + 2) {
-			elog("invalid --uprobe '%s': bad address '%s'\n", arg, sym);
-			err = -EINVAL;
-			goto cleanup;
-		}
-		err = addr_to_file_offset(tr->bin, addr, &tr->off);
-		if (err == -ERANGE) {
-			elog("--uprobe %s: 0x%llx is not in an executable segment of %s\n", arg,
-			     (unsigned long long)addr, tr->bin);
-			err = -EINVAL;
-		} else if (err) {
-			elog("--uprobe %s: cannot read %s as an ELF file: %s\n", arg, tr->bin,
-			     strerror(-err));
-		}
-		goto cleanup;
-	}
-	plus = strchr(sym, '+');
-	if (plus) {
-		*plus = '\0';
-		errno = 0;
-		tr->off = strtoull(plus + 1, &end, 0);
-		if (errno || *end || !plus[1] || !*sym) {
-			elog("invalid --uprobe '%s': bad offset '+%s'\n", arg, plus + 1);
-			err = -EINVAL;
-			goto cleanup;
-		}
-	}
-	tr->func = strdup(sym);
-	err = tr->func ? 0 : -ENOMEM;
+	err = resolve_location(arg, colon + 1, tr);
 cleanup:
 	free(copy);
 	return err;
@@ -626,7 +680,7 @@ static int add_link(struct triggers *t, struct bpf_link *link)
 static int attach_uprobe(struct triggers *t, int i, struct bpf_program *prog, bool ret)
 {
 	struct trig *tr = &t->trig[i];
-	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = i, .retprobe = ret, .func_name = tr->func);
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = i, .retprobe = ret);
 	pid_t pid = t->tgid ? t->tgid : -1;
 	int err;
 
@@ -634,13 +688,10 @@ static int attach_uprobe(struct triggers *t, int i, struct bpf_program *prog, bo
 	 * pid = tgid installs the breakpoint in the target's address space only (all its
 	 * threads: the uprobe filter works per mm), which matters for shared libraries.
 	 */
-	err = add_link(t, bpf_program__attach_uprobe_opts(prog, pid, tr->bin, tr->off, &opts));
+	err = add_link(t, bpf_program__attach_uprobe_opts(prog, pid, tr->bin, tr->file_off, &opts));
 	if (!err)
 		return 0;
-	if (err == -ENOENT && tr->func)
-		elog("%s: no function '%s' in %s (or the binary is stripped: check with "
-		     "nm -D / nm)\n", tr->desc, tr->func, tr->bin);
-	else if (err == -ESRCH)
+	if (err == -ESRCH)
 		elog("%s: no process with PID %d\n", tr->desc, pid);
 	else
 		elog("%s: cannot attach the uprobe: %s\n", tr->desc, strerror(-err));
@@ -866,15 +917,9 @@ static int add_uprobe_gate(struct triggers *t, int i, bool ret)
 	struct gate *g;
 	int err;
 
-	if (tr->func) {
-		/* tracefs takes a file offset: the symbol needs the ELF symbol table. */
-		elog("%s: gate mode needs BIN:0xADDR until symbol lookup is available\n",
-		     tr->desc);
-		return -EOPNOTSUPP;
-	}
 	add_gate(t, i, ret ? t->skel->progs.uretprobe_exit : t->skel->progs.uprobe_hit, &g);
 	snprintf(name, sizeof(name), "%c%d", ret ? 'r' : 'u', i);
-	snprintf(target, sizeof(target), "%s:0x%llx", tr->bin, (unsigned long long)tr->off);
+	snprintf(target, sizeof(target), "%s:0x%llx", tr->bin, (unsigned long long)tr->file_off);
 	err = define_probe(t, g, "uprobe_events", ret ? 'r' : 'p', name, target);
 	if (err)
 		elog("%s: cannot define the tracefs uprobe %s: %s\n", tr->desc, g->name,
@@ -1039,6 +1084,31 @@ __u64 triggers__fire_count(const struct triggers *t)
 	return n;
 }
 
+int triggers__symbolize(const struct triggers *t, const struct trigger_rec *rec, __u64 addr,
+			char *buf, size_t size)
+{
+	const struct trig *tr;
+	const struct sym *sym;
+	__u64 link;
+
+	if (!t || !rec || !buf || !size || rec->index >= (__u32)t->nr)
+		return -EINVAL;
+	tr = &t->trig[rec->index];
+	if ((tr->kind != TRIGGER_UPROBE && tr->kind != TRIGGER_UPROBE_LATENCY) || !tr->st ||
+	    !rec->func_ip)
+		return -ENOENT;
+	/* run-time = link-time + bias, and func_ip is where link_addr was mapped */
+	link = addr - (rec->func_ip - tr->link_addr);
+	sym = symtab__find_addr(tr->st, link);
+	if (!sym)
+		return -ENOENT;
+	if (link == sym->addr)
+		snprintf(buf, size, "%s", sym->name);
+	else
+		snprintf(buf, size, "%s+0x%llx", sym->name, (unsigned long long)(link - sym->addr));
+	return 0;
+}
+
 int triggers__count(const struct triggers *t)
 {
 	return t ? t->nr : -EINVAL;
@@ -1118,6 +1188,7 @@ void triggers__free(struct triggers *t)
 		free(t->trig[i].func);
 		free(t->trig[i].cat);
 		free(t->trig[i].name);
+		symtab__free(t->trig[i].st);
 	}
 	free(t);
 }

@@ -95,6 +95,14 @@ const char *triggers__describe(const struct triggers *t, int index);
 /* Its kind (TRIGGER_NONE if out of range). */
 enum trigger_kind triggers__kind(const struct triggers *t, int index);
 
+/*
+ * "sym+0xoff" for a user address `addr` of fire `rec` (its ip or func_ip), through the
+ * symbols of the trigger's binary: the binary's load address follows from rec->func_ip,
+ * the probed address. Returns 0, or -ENOENT (not a uprobe trigger, not in that binary).
+ */
+int triggers__symbolize(const struct triggers *t, const struct trigger_rec *rec, __u64 addr,
+			char *buf, size_t size);
+
 /* ---- gate mode ---- */
 
 struct trigger_gate {

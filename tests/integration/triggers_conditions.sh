@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# Conditions enforced in the kernel: --nth, --max-snapshots, --cooldown, --warmup.
+. "$(dirname "$0")/triggers_common.inc"
+need_bpf
+T=$TARGETS/trig_slow
+
+# One thread, so that "the Nth hit" is the Nth call.
+run_fg nth --dry-run --uprobe "$T:slow_path" --nth 3 --max-snapshots 2 -v -- "$T" -t 1 -n 20
+[ $RC = 0 ] || fail "nth: exit $RC: $(cat "$TMP/nth.err")"
+[ "$(fires nth | "$PYTHON" -c 'import json,sys; print([(int(json.loads(l)["arg0"],16), json.loads(l)["seq"]) for l in sys.stdin])')" = "[(2, 3), (3, 4)]" ] ||
+	fail "--nth 3 --max-snapshots 2 fired for $(fires nth)"
+grep -q "20 hits, 20 qualifying, 2 fired, 18 suppressed" "$TMP/nth.err" ||
+	fail "nth counters: $(grep hits "$TMP/nth.err")"
+
+# The same with a latency condition: the 3rd and 4th slow calls (45 and 66).
+run_fg nthlat --dry-run --uprobe "$T:slow_path" --latency-over 1ms --nth 3 --max-snapshots 2 \
+	-- "$T" -t 1
+[ $RC = 0 ] || fail "nth latency: exit $RC"
+[ "$(fires nthlat | "$PYTHON" -c 'import json,sys; print([int(json.loads(l)["arg0"],16) for l in sys.stdin])')" = "[45, 66]" ] ||
+	fail "latency --nth 3 --max-snapshots 2 fired for $(fires nthlat)"
+
+# --cooldown 20ms over calls 2 ms apart: fires at least 20 ms apart, but not just one.
+run_fg cool --dry-run --uprobe "$T:slow_path" --cooldown 20ms -v -- "$T" -t 1 -n 60 -i 2000
+[ $RC = 0 ] || fail "cooldown: exit $RC"
+"$PYTHON" - "$TMP/cool.out" <<'PY' || fail "cooldown"
+import json, sys
+fires = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+times = [f["time_ns"] for f in fires]
+gaps = [b - a for a, b in zip(times, times[1:])]
+assert 2 <= len(fires) <= 10, "%d fires" % len(fires)
+assert min(gaps) >= 20e6, "fires %d ns apart" % min(gaps)
+print("%d fires, smallest gap %.1f ms" % (len(fires), min(gaps) / 1e6))
+PY
+
+# --warmup 60ms: the calls of the first 60 ms do not fire, every later one does.
+run_fg warm --dry-run --uprobe "$T:slow_path" --warmup 60ms -- "$T" -t 1 -n 60 -i 2000
+[ $RC = 0 ] || fail "warmup: exit $RC"
+"$PYTHON" - "$TMP/warm.out" <<'PY' || fail "warmup"
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+calls = {int(c[1]): int(c[5]) for c in (l.split() for l in lines if l.startswith("call "))}
+fired = {int(json.loads(l)["arg0"], 16) for l in lines if l.startswith("{")}
+first = min(calls.values())
+assert fired and len(fired) < len(calls), "%d of %d calls fired" % (len(fired), len(calls))
+assert min(fired) == max(set(calls) - fired) + 1, "not a prefix of calls ignored: %s" % sorted(fired)
+late = {i for i, t in calls.items() if t > first + 60e6}
+assert late <= fired, "calls after the warmup did not fire: %s" % sorted(late - fired)
+print("calls 0..%d ignored, %d fired" % (min(fired) - 1, len(fired)))
+PY
+echo PASS
