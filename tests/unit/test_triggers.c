@@ -160,9 +160,12 @@ static void test_bad_specs(void **state)
 	assert_int_equal(triggers__new(&o, getpid(), TRIGGER_ATTACH_LINKS, &t), -EINVAL);
 	o.triggers[0].arg = "/bin/true:main+zz";
 	assert_int_equal(triggers__new(&o, getpid(), TRIGGER_ATTACH_LINKS, &t), -EINVAL);
+	/* this test program has symbols */
+	o.triggers[0].arg = "/proc/self/exe:no_such_function";
+	assert_int_equal(triggers__new(&o, getpid(), TRIGGER_ATTACH_LINKS, &t), -ENOENT);
 	o.triggers[0].kind = TRIGGER_UPROBE_LATENCY;
 	o.triggers[0].latency_ns = 1000;
-	o.triggers[0].arg = "/bin/true:main+4";
+	o.triggers[0].arg = "/proc/self/exe:main+4";
 	assert_int_equal(triggers__new(&o, getpid(), TRIGGER_ATTACH_LINKS, &t), -EINVAL);
 	o.triggers[0].kind = TRIGGER_KPROBE;
 	o.triggers[0].arg = "a:b";
