@@ -14,8 +14,8 @@ grep -q "20 hits, 20 qualifying, 2 fired, 18 suppressed" "$TMP/nth.err" ||
 	fail "nth counters: $(grep hits "$TMP/nth.err")"
 
 # The same with a latency condition: the 3rd and 4th slow calls (45 and 66).
-run_fg nthlat --dry-run --uprobe "$T:slow_path" --latency-over 1ms --nth 3 --max-snapshots 2 \
-	-- "$T" -t 1
+run_fg nthlat --dry-run --uprobe "$T:slow_path" --latency-over 4ms --nth 3 --max-snapshots 2 \
+	-- "$T" -t 1 -s 6000
 [ $RC = 0 ] || fail "nth latency: exit $RC"
 [ "$(fires nthlat | "$PYTHON" -c 'import json,sys; print([int(json.loads(l)["arg0"],16) for l in sys.stdin])')" = "[45, 66]" ] ||
 	fail "latency --nth 3 --max-snapshots 2 fired for $(fires nthlat)"

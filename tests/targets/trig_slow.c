@@ -6,7 +6,9 @@
  * the function on CLOCK_MONOTONIC (the clock of bpf_ktime_get_ns), so that tests can
  * compare (start_ns is taken just before the call):
  *	slow_path ADDRESS			(first line)
- *	call I tid TID start_ns S dur_ns D slow 0|1
+ *	call I tid TID start_ns S dur_ns D slow 0|1 outer_ns O
+ * where D is measured inside slow_path and O around the call (it includes the probes, and
+ * any preemption between the call and the return, which a busy machine adds).
  * Usage: trig_slow [-t THREADS] [-n CALLS] [-i INTERVAL_US] [-s SLOW_US]
  */
 #include <pthread.h>
@@ -55,12 +57,13 @@ static void *worker(void *arg)
 	int i;
 
 	for (i = k; i < ncalls; i += nthreads) {
-		unsigned long long t0 = now_ns();
+		unsigned long long t0 = now_ns(), t1;
 
 		slow_path(i, 0x5eed);
+		t1 = now_ns();
 		pthread_mutex_lock(&out_lock);
-		printf("call %d tid %ld start_ns %llu dur_ns %llu slow %d\n", i,
-		       (long)syscall(SYS_gettid), t0, call_dur[i], is_slow(i));
+		printf("call %d tid %ld start_ns %llu dur_ns %llu slow %d outer_ns %llu\n", i,
+		       (long)syscall(SYS_gettid), t0, call_dur[i], is_slow(i), t1 - t0);
 		pthread_mutex_unlock(&out_lock);
 		if (interval_us)
 			usleep(interval_us);
