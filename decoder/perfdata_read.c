@@ -166,8 +166,8 @@ static int read_attrs(struct rd *r, const struct pd_file_header *h)
 			      RD_MAX_ATTR_SIZE);
 	if (!in_range(h->attrs.offset, h->attrs.size, 0, r->fsize))
 		return rd_err(r, 24, "attrs section [%#llx, +%#llx) lies outside the file (%llu bytes)",
-			      (unsigned long long)h->attrs.offset, (unsigned long long)h->attrs.size,
-			      (unsigned long long)r->fsize);
+			      (unsigned long long)h->attrs.offset,
+			      (unsigned long long)h->attrs.size, (unsigned long long)r->fsize);
 	if (h->attrs.size % h->attr_size)
 		return rd_err(r, 32, "attrs section of %llu bytes is not a whole number of %llu-byte entries",
 			      (unsigned long long)h->attrs.size, (unsigned long long)h->attr_size);
@@ -192,7 +192,8 @@ static int read_attrs(struct rd *r, const struct pd_file_header *h)
 		asz = attr.size ? attr.size : PERF_ATTR_SIZE_VER0;
 		if (asz < PERF_ATTR_SIZE_VER0 || asz > attr_bytes) {
 			err = rd_err(r, off + 4, "attr %llu: size %u does not fit its %llu-byte entry",
-				     (unsigned long long)i, attr.size, (unsigned long long)attr_bytes);
+				     (unsigned long long)i, attr.size,
+				     (unsigned long long)attr_bytes);
 			goto out;
 		}
 		memcpy(&ids_sec, buf + attr_bytes, sizeof(ids_sec));
@@ -807,7 +808,8 @@ static int read_feature(struct rd *r, unsigned int feat, const struct pd_file_se
 		return 0;	/* unknown: skipped, as perf does */
 	if (!in_range(sec->offset, sec->size, 0, r->fsize))
 		return rd_err(r, table_off, "%s feature section [%#llx, +%#llx) lies outside the file (%llu bytes)",
-			      s.name, (unsigned long long)sec->offset, (unsigned long long)sec->size,
+			      s.name, (unsigned long long)sec->offset,
+			      (unsigned long long)sec->size,
 			      (unsigned long long)r->fsize);
 	switch (feat) {
 	case PD_FEAT_BUILD_ID:

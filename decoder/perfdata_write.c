@@ -611,7 +611,8 @@ static int write_file(struct wr *w, struct plan *pl)
 	h.attrs.size = cap->nr_attrs * h.attr_size;
 	for (i = 0; i < cap->nr_attrs; i++) {
 		struct perf_event_attr attr = cap->attrs[i].attr;
-		struct pd_file_section ids = { pl->id_offsets[i], pl->nr_ids[i] * sizeof(uint64_t) };
+		struct pd_file_section ids = { pl->id_offsets[i],
+					       pl->nr_ids[i] * sizeof(uint64_t) };
 
 		attr.size = sizeof(attr);
 		wr_put(w, &attr, sizeof(attr));

@@ -30,13 +30,13 @@ struct pd_pt_info {
 	uint64_t time_mult;
 	uint64_t time_zero;
 	uint64_t cap_user_time_zero;	/* 0: timeless decoding (TSC values ignored) */
-	uint64_t tsc_bit;		/* config bit positions of tsc, noretcomp, mtc, cyc */
+	uint64_t tsc_bit;		/* config masks of tsc (0x400), noretcomp, mtc, cyc */
 	uint64_t noretcomp_bit;
 	uint64_t have_sched_switch;	/* 0 none, 1 sched_switch tp, 2 SWITCH, 3 SWITCH_CPU_WIDE */
 	uint64_t snapshot_mode;		/* 1: AUX area was an overwrite (snapshot) ring */
 	uint64_t per_cpu_mmaps;		/* 1: one AUX buffer per CPU, 0: per thread */
 	uint64_t mtc_bit;
-	uint64_t mtc_freq_bits;		/* bit offset of mtc_period in config */
+	uint64_t mtc_freq_bits;		/* mask of mtc_period in config (0x3c000) */
 	uint64_t tsc_ctc_ratio_n;	/* CPUID.0x15 EBX */
 	uint64_t tsc_ctc_ratio_d;	/* CPUID.0x15 EAX */
 	uint64_t cyc_bit;
@@ -45,7 +45,7 @@ struct pd_pt_info {
 	bool present;			/* an AUXTRACE_INFO of type intel_pt was seen */
 	/* Added by the perf.data module: */
 	uint64_t cap_event_trace;	/* the word after the filter (perf >= 5.19), 0 if absent */
-	uint32_t nr_priv;		/* reader: private words the file had (perf's age), else 0 */
+	uint32_t nr_priv;		/* reader: private words in the file (perf's age), else 0 */
 	uint32_t auxtrace_type;		/* reader: AUXTRACE_INFO type (1 = intel_pt), 0 if none */
 };
 
@@ -152,7 +152,7 @@ struct pd_record {
 struct pd_auxtrace {
 	uint64_t size;			/* payload bytes */
 	uint64_t offset;		/* offset of the payload in the AUX stream (perf's "offset") */
-	uint64_t reference;		/* non-zero; perf record stores rdtsc() (notes: must not be 0) */
+	uint64_t reference;		/* non-zero (perf ignores TSC otherwise): rdtsc() */
 	uint32_t idx;			/* mmap index (CPU index in per-CPU mode) */
 	uint32_t tid;			/* thread of a per-thread buffer, -1 (as u32) per CPU */
 	uint32_t cpu;			/* CPU of a per-CPU buffer, -1 (as u32) per thread */
@@ -200,7 +200,7 @@ struct capture {
 	size_t nr_records;
 	struct pd_auxtrace *aux;	/* AUXTRACE buffers, in file order */
 	size_t nr_aux;
-	uint8_t *vdso;			/* the 64-bit vDSO image of the capturing host, NULL if none */
+	uint8_t *vdso;			/* the capturing host's 64-bit vDSO, NULL if none */
 	size_t vdso_size;
 	char *path;			/* file it was read from, NULL if built in memory */
 	char *kcore_dir;		/* directory form: its kcore_dir/, NULL if none */

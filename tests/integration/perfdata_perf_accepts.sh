@@ -2,41 +2,69 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #
 # perf 6.1 reads what ptbpf's perf.data writer writes, without a warning, and decodes
-# its PT: a capture of tests/targets/pd_calls with PT from libipt's encoder (plus the
-# vDSO and a trigger, which perf must skip silently) gives exactly the program's calls
-# and returns in `perf script --itrace=cr`.
+# its PT: captures of tests/targets/pd_calls with PT from libipt's encoder give exactly
+# the program's calls and returns in `perf script --itrace=cr`. Per-CPU buffers with
+# CPU-wide switch records, per-thread buffers, and a call into the vDSO that perf can
+# follow only with the vDSO bytes stored in the capture, installed in a build-id cache.
+# The trigger and the vDSO sections must be skipped silently.
 . "$(dirname "$0")/perfdata_common.inc"
 need_perf
-cap=$TMP/pd_calls.data
 
-"$TOOL" synth "$PD_CALLS" "$cap" --vdso || fail "perfdata_tool synth failed"
-[ "$(stat -c %a "$cap")" = 600 ] || fail "capture mode is $(stat -c %a "$cap"), not 600"
+# check NAME SYNTH_OPTS... : write the capture, hold perf's view against pd_calls'.
+check() {
+	local name=$1 cap=$TMP/$1.data rc perf_opts=()
+	shift
+	"$TOOL" synth "$PD_CALLS" "$cap" "$@" || fail "$name: perfdata_tool synth failed"
+	[ "$(stat -c %a "$cap")" = 600 ] || fail "$name: mode $(stat -c %a "$cap"), not 600"
+	if [[ " $* " == *" --vdso-call "* ]]; then
+		"$TOOL" install-vdso "$cap" "$TMP/buildid-$name" >/dev/null ||
+			fail "$name: install-vdso failed"
+		perf_opts=(--buildid-dir "$TMP/buildid-$name")
+	fi
 
-perf script -i "$cap" --itrace=cr -F tid,ip,sym,addr,flags >"$TMP/script.out" 2>"$TMP/script.err"
-rc=$?
-cat "$TMP/script.out"
-[ $rc = 0 ] || { cat "$TMP/script.err"; fail "perf script exited $rc"; }
-no_stderr "$TMP/script.err" "perf script"
+	perf "${perf_opts[@]}" script -i "$cap" --itrace=cre -F tid,ip,sym,addr,flags \
+		>"$TMP/$name.out" 2>"$TMP/$name.err"
+	rc=$?
+	[ $rc = 0 ] || { cat "$TMP/$name.out" "$TMP/$name.err"; fail "$name: perf script exited $rc"; }
+	no_stderr "$TMP/$name.err" "$name: perf script"
+	if grep -q 'instruction trace error' "$TMP/$name.out"; then
+		cat "$TMP/$name.out"
+		fail "$name: perf reports decode errors"
+	fi
+	"$TOOL" synth "$PD_CALLS" x "$@" --expect >"$TMP/$name.expected"
+	calls_returns "$TMP/$name.out" >"$TMP/$name.got"
+	diff -u "$TMP/$name.expected" "$TMP/$name.got" ||
+		fail "$name: perf's calls and returns differ from pd_calls' (- expected, + perf)"
+	grep -q 'tr strt .*=> *[0-9a-f]* _start$' "$TMP/$name.out" || fail "$name: no trace start at _start"
+	grep -q 'tr end  syscall .* _start =>' "$TMP/$name.out" || fail "$name: no trace end at exit"
 
-"$TOOL" synth "$PD_CALLS" x --expect >"$TMP/expected"
-calls_returns "$TMP/script.out" >"$TMP/got"
-diff -u "$TMP/expected" "$TMP/got" || fail "perf's calls and returns differ from pd_calls' (- expected, + perf)"
-grep -q 'tr strt .*=> *[0-9a-f]* _start$' "$TMP/script.out" || fail "no trace start at _start"
-grep -q 'tr end  syscall .* _start =>' "$TMP/script.out" || fail "no trace end at the exit syscall"
-echo "perf script: $(wc -l <"$TMP/got") calls and returns as expected"
+	perf "${perf_opts[@]}" report -D -i "$cap" >"$TMP/$name.dump" 2>"$TMP/$name.err"
+	rc=$?
+	[ $rc = 0 ] || { cat "$TMP/$name.err"; fail "$name: perf report -D exited $rc"; }
+	no_stderr "$TMP/$name.err" "$name: perf report -D"
+	perf "${perf_opts[@]}" report --stdio -i "$cap" >/dev/null 2>"$TMP/$name.err" ||
+		fail "$name: perf report failed"
+	no_stderr "$TMP/$name.err" "$name: perf report"
+	perf report --header-only -i "$cap" >"$TMP/$name.header" 2>"$TMP/$name.err" ||
+		fail "$name: perf report --header-only failed"
+	no_stderr "$TMP/$name.err" "$name: perf report --header-only"
+	echo "$name: $(wc -l <"$TMP/$name.got") calls and returns as expected; perf script," \
+		"report -D, --stdio, --header-only: nothing on stderr"
+}
 
-perf report -D -i "$cap" >"$TMP/dump.out" 2>"$TMP/dump.err"
-rc=$?
-[ $rc = 0 ] || { cat "$TMP/dump.err"; fail "perf report -D exited $rc"; }
-no_stderr "$TMP/dump.err" "perf report -D"
+check per-cpu --vdso
+cat "$TMP/per-cpu.out"
 for rec in TIME_CONV AUXTRACE_INFO COMM MMAP2 ITRACE_START SWITCH_CPU_WIDE EXIT AUX AUXTRACE \
 	   FINISHED_ROUND; do
-	grep -q "PERF_RECORD_$rec\b" "$TMP/dump.out" || fail "perf report -D shows no PERF_RECORD_$rec"
+	grep -q "PERF_RECORD_$rec\b" "$TMP/per-cpu.dump" || fail "perf report -D shows no PERF_RECORD_$rec"
 done
-perf report --stdio -i "$cap" >/dev/null 2>"$TMP/report.err" || fail "perf report failed"
-no_stderr "$TMP/report.err" "perf report"
-perf report --header-only -i "$cap" >"$TMP/header.out" 2>"$TMP/header.err" || fail "perf report --header-only failed"
-no_stderr "$TMP/header.err" "perf report --header-only"
-grep -q 'nrcpus online : 2' "$TMP/header.out" || fail "HEADER_NRCPUS not as written"
-grep -q 'event : name = intel_pt//u' "$TMP/header.out" || fail "HEADER_EVENT_DESC not as written"
-echo "perf report -D, --stdio and --header-only: clean"
+grep -q 'nrcpus online : 2' "$TMP/per-cpu.header" || fail "HEADER_NRCPUS not as written"
+grep -q 'event : name = intel_pt//u' "$TMP/per-cpu.header" || fail "HEADER_EVENT_DESC not as written"
+grep -q '^# cpuid : GenuineIntel,6,85,4' "$TMP/per-cpu.header" || fail "HEADER_CPUID not as written"
+
+check per-thread --per-thread
+grep -q 'SWITCH' "$TMP/per-thread.dump" && fail "per-thread capture has switch records"
+
+check vdso-call --vdso-call
+grep -q '__vdso_getcpu' "$TMP/vdso-call.got" || fail "perf did not follow the call into the vDSO"
+echo "ok"

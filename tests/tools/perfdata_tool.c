@@ -2,19 +2,28 @@
 /*
  * Test helper for the perf.data module:
  *
- *   perfdata_tool synth ELF OUT [--pad BYTES] [--vdso] [--expect]
+ *   perfdata_tool synth ELF OUT [--pad BYTES] [--vdso] [--vdso-call] [--per-thread] [--expect]
  *       Writes OUT, a capture of one run of tests/targets/pd_calls (ELF) as the pt
  *       backend would record it on CPU 0: the intel_pt and sideband attrs,
  *       AUXTRACE_INFO, COMM/MMAP2/ITRACE_START/SWITCH_CPU_WIDE/EXIT/AUX, a trigger, and
  *       PT encoded with libipt's encoder for exactly pd_calls' control flow.
  *       --pad appends BYTES of PAD packets to the trace (to fill a disk); --vdso stores
- *       this process's vDSO; --expect prints the calls and returns perf must report,
+ *       this process's vDSO; --per-thread records one AUX buffer for the thread, as
+ *       `perf record --per-thread` or magic-trace do, with no context switch records;
+ *       --vdso-call makes the indirect call go to __vdso_getcpu in the stored vDSO
+ *       (mapped at VDSO_BASE) instead of leaf, its branches read from the image;
+ *       --expect prints the calls and returns perf must report,
  *       one "call|return FROM TO" (symbols) per line, and writes nothing.
  *   perfdata_tool rewrite IN OUT
  *       Reads IN with perfdata_read() and writes it with perfdata_write().
+ *   perfdata_tool install-vdso CAPTURE DIR
+ *       Installs the capture's vDSO where perf looks for it, a build-id cache in DIR
+ *       (`perf --buildid-dir DIR`): DIR/[vdso]/BUILDID/vdso and the link
+ *       DIR/.build-id/BU/ILDID -> ../../[vdso]/BUILDID. Prints the build id.
  *
  * Exit status 0, or 1 with one error line.
  */
+#include <capstone/capstone.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -33,6 +42,7 @@
 
 #include "perfdata.h"
 #include "trigger.h"
+#include "../../decoder/perfdata_int.h"
 
 /* What pd_calls does, branch by branch (see tests/targets/pd_calls.c). */
 enum step_kind { CALL, ICALL, RET, SYSCALL };
@@ -55,6 +65,14 @@ static const struct step {
 #define PMU_TYPE 8
 #define T0 1000000000ULL	/* perf time of the first sideband record (ns) */
 #define TSC_START (T0 + 5000)	/* TSC of the trace; time_mult 1, shift 0: TSC == ns */
+#define VDSO_BASE 0x7fff00000000ULL	/* where the synthesized process has its vDSO */
+#define VDSO_FUNC "__vdso_getcpu"	/* called with --vdso-call */
+
+/* The indirect call into the vDSO (--vdso-call). */
+struct vdso_call {
+	uint64_t addr;			/* VDSO_FUNC at VDSO_BASE */
+	unsigned int bits;		/* TNT bits through it: branches (all taken), return */
+};
 
 struct elf_info {
 	uint64_t start;			/* _start */
@@ -162,9 +180,84 @@ static int flush_tnt(struct pt_encoder *e, unsigned int *bits)
 	return enc(e, &p);
 }
 
+/*
+ * Where VDSO_FUNC is in the vDSO image and how many TNT bits a run through it takes
+ * when every conditional branch is taken: followed with capstone, so it holds for any
+ * kernel's vDSO whose VDSO_FUNC has only direct jumps before its return.
+ */
+static int vdso_walk(const uint8_t *image, size_t size, struct vdso_call *vc)
+{
+	GElf_Shdr sh;
+	Elf_Scn *scn = NULL;
+	uint64_t off = 0;
+	cs_insn *insn = NULL;
+	csh cs;
+	Elf *elf;
+	int steps, err = -ENOENT;
+
+	elf_version(EV_CURRENT);
+	elf = elf_memory((char *)image, size);
+	while (elf && (scn = elf_nextscn(elf, scn)) != NULL) {
+		Elf_Data *d = elf_getdata(scn, NULL);
+		size_t i, n;
+
+		if (!d || !gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize)
+			continue;
+		n = sh.sh_size / sh.sh_entsize;
+		for (i = 0; i < n; i++) {
+			GElf_Sym sym;
+			const char *name;
+
+			if (gelf_getsym(d, i, &sym) &&
+			    (name = elf_strptr(elf, sh.sh_link, sym.st_name)) &&
+			    !strcmp(name, VDSO_FUNC))
+				off = sym.st_value;
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	if (!off || off >= size || cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
+		return -ENOENT;
+	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+	vc->addr = VDSO_BASE + off;
+	vc->bits = 0;
+	for (steps = 0; steps < 200 && off < size; steps++) {
+		const uint8_t *code = image + off;
+		size_t left = size - off;
+		uint64_t at = off;
+
+		if (!cs_disasm_iter(cs, &code, &left, &at, insn ? insn : (insn = cs_malloc(cs))))
+			break;
+		if (cs_insn_group(cs, insn, CS_GRP_RET)) {
+			vc->bits++;	/* compressed return */
+			err = 0;
+			break;
+		}
+		if (cs_insn_group(cs, insn, CS_GRP_CALL) || cs_insn_group(cs, insn, CS_GRP_INT) ||
+		    insn->id == X86_INS_SYSCALL)
+			break;
+		if (cs_insn_group(cs, insn, CS_GRP_JUMP)) {
+			const cs_x86_op *op = &insn->detail->x86.operands[0];
+
+			if (op->type != X86_OP_IMM)
+				break;	/* indirect: not modelled */
+			if (insn->id != X86_INS_JMP)
+				vc->bits++;	/* conditional: taken */
+			off = op->imm;
+			continue;
+		}
+		off = at;
+	}
+	if (insn)
+		cs_free(insn, 1);
+	cs_close(&cs);
+	/* One TNT packet holds the function's bits (6 at most). */
+	return err || vc->bits > 6 ? -ENOTSUP : 0;
+}
+
 /* PT for pd_calls' run, user-only tracing, returns compressed. */
-static int encode_trace(const struct elf_info *ei, uint8_t *buf, size_t size, size_t pad,
-			size_t *len)
+static int encode_trace(const struct elf_info *ei, const struct vdso_call *vc, uint8_t *buf,
+			size_t size, size_t pad, size_t *len)
 {
 	struct pt_config cfg;
 	struct pt_encoder *e;
@@ -210,8 +303,11 @@ static int encode_trace(const struct elf_info *ei, uint8_t *buf, size_t size, si
 			err |= flush_tnt(e, &bits);
 			p.type = ppt_tip;
 			p.payload.ip.ipc = pt_ipc_sext_48;
-			p.payload.ip.ip = ei->leaf;
+			p.payload.ip.ip = vc ? vc->addr : ei->leaf;
 			err |= enc(e, &p);
+			/* Through the vDSO function: its branches, then its return (below). */
+			if (vc)
+				bits = vc->bits - 1;
 			break;
 		case SYSCALL:
 			err |= flush_tnt(e, &bits);
@@ -268,7 +364,8 @@ static int add_vdso(struct capture *cap)
 	return err;
 }
 
-static int synth(const char *elf_path, const char *out, size_t pad, bool vdso)
+static int synth(const char *elf_path, const char *out, size_t pad, bool vdso, bool vdso_call,
+		 bool per_thread)
 {
 	static const uint64_t pt_id = 101, sb_id = 102;
 	struct perf_event_attr pt = { .size = sizeof(pt) }, sb = { .size = sizeof(sb) };
@@ -276,6 +373,7 @@ static int synth(const char *elf_path, const char *out, size_t pad, bool vdso)
 	struct elf_info ei;
 	struct pd_record r;
 	struct pd_auxtrace aux = { 0 };
+	struct vdso_call vcall, *vc = NULL;
 	struct capture *cap;
 	struct stat st;
 	uint8_t *trace;
@@ -290,7 +388,17 @@ static int synth(const char *elf_path, const char *out, size_t pad, bool vdso)
 	trace = malloc(size);
 	if (!cap || !trace)
 		return fail("synth", "out of memory");
-	err = encode_trace(&ei, trace, size, pad, &len);
+	if (vdso || vdso_call) {
+		err = add_vdso(cap);
+		if (err)
+			return fail("synth", "cannot copy this process's vDSO");
+	}
+	if (vdso_call) {
+		if (vdso_walk(cap->vdso, cap->vdso_size, &vcall))
+			return fail("synth", "no " VDSO_FUNC " with only direct branches in the vDSO");
+		vc = &vcall;
+	}
+	err = encode_trace(&ei, vc, trace, size, pad, &len);
 	if (err)
 		return fail("synth", "libipt encoder failed");
 
@@ -347,23 +455,39 @@ static int synth(const char *elf_path, const char *out, size_t pad, bool vdso)
 	sample(&r, 0, sb_id, T0 + 1000);
 	err = err ?: capture__add_record(cap, &r);
 
+	if (vc) {
+		memset(&r, 0, sizeof(r));
+		r.type = PERF_RECORD_MMAP2;
+		r.misc = PERF_RECORD_MISC_USER;
+		r.mmap.pid = r.mmap.tid = PID;
+		r.mmap.addr = VDSO_BASE;
+		r.mmap.len = (cap->vdso_size + 0xfff) & ~0xfffULL;
+		r.mmap.prot = PROT_READ | PROT_EXEC;
+		r.mmap.flags = MAP_PRIVATE;
+		r.mmap.filename = "[vdso]";
+		sample(&r, 0, sb_id, T0 + 1500);
+		err = err ?: capture__add_record(cap, &r);
+	}
+
 	memset(&r, 0, sizeof(r));
 	r.type = PERF_RECORD_ITRACE_START;
 	r.itrace_start.pid = r.itrace_start.tid = PID;
 	sample(&r, 0, pt_id, T0 + 2000);
 	err = err ?: capture__add_record(cap, &r);
 
-	memset(&r, 0, sizeof(r));
-	r.type = PERF_RECORD_SWITCH_CPU_WIDE;
-	r.sw.next_prev_pid = r.sw.next_prev_tid = 0;	/* switched in, after idle */
-	sample(&r, 0, sb_id, T0 + 3000);
-	err = err ?: capture__add_record(cap, &r);
+	if (!per_thread) {
+		memset(&r, 0, sizeof(r));
+		r.type = PERF_RECORD_SWITCH_CPU_WIDE;
+		r.sw.next_prev_pid = r.sw.next_prev_tid = 0;	/* switched in, after idle */
+		sample(&r, 0, sb_id, T0 + 3000);
+		err = err ?: capture__add_record(cap, &r);
 
-	memset(&r, 0, sizeof(r));
-	r.type = PERF_RECORD_SWITCH_CPU_WIDE;
-	r.misc = PERF_RECORD_MISC_SWITCH_OUT;
-	sample(&r, 0, sb_id, T0 + 90000);
-	err = err ?: capture__add_record(cap, &r);
+		memset(&r, 0, sizeof(r));
+		r.type = PERF_RECORD_SWITCH_CPU_WIDE;
+		r.misc = PERF_RECORD_MISC_SWITCH_OUT;
+		sample(&r, 0, sb_id, T0 + 90000);
+		err = err ?: capture__add_record(cap, &r);
+	}
 
 	memset(&r, 0, sizeof(r));
 	r.type = PERF_RECORD_EXIT;
@@ -401,11 +525,14 @@ static int synth(const char *elf_path, const char *out, size_t pad, bool vdso)
 	aux.size = len;
 	aux.reference = 0x1234567890ULL;
 	aux.idx = 0;
-	aux.cpu = 0;
-	aux.tid = UINT32_MAX;
+	aux.cpu = per_thread ? UINT32_MAX : 0;
+	aux.tid = per_thread ? PID : UINT32_MAX;
+	if (per_thread) {
+		cap->pt.per_cpu_mmaps = 0;
+		cap->pt.have_sched_switch = 0;
+		cap->attrs[1].attr.context_switch = 0;
+	}
 	err = err ?: capture__add_aux(cap, &aux, trace);
-	if (!err && vdso)
-		err = add_vdso(cap);
 	if (err)
 		return fail("synth", strerror(-err));
 	err = perfdata_write(out, cap);
@@ -414,14 +541,57 @@ static int synth(const char *elf_path, const char *out, size_t pad, bool vdso)
 	return err ? 1 : 0;
 }
 
-static int expect(void)
+static int expect(bool vdso_call)
 {
 	size_t i;
 
-	for (i = 0; i < NSTEPS; i++)
-		if (steps[i].kind != SYSCALL)
-			printf("%s %s %s\n", steps[i].kind == RET ? "return" : "call", steps[i].from,
-			       steps[i].to);
+	for (i = 0; i < NSTEPS; i++) {
+		const char *from = steps[i].from, *to = steps[i].to;
+
+		if (steps[i].kind == SYSCALL)
+			continue;
+		/* The indirect call and the return after it go through the vDSO. */
+		if (vdso_call && steps[i].kind == ICALL)
+			to = VDSO_FUNC;
+		if (vdso_call && i && steps[i - 1].kind == ICALL)
+			from = VDSO_FUNC;
+		printf("%s %s %s\n", steps[i].kind == RET ? "return" : "call", from, to);
+	}
+	return 0;
+}
+
+static int install_vdso(const char *in, const char *dir)
+{
+	char hex[41], path[PATH_MAX], link[PATH_MAX], target[PATH_MAX];
+	struct capture *cap;
+	uint8_t id[20], len, i;
+	FILE *f;
+	int err;
+
+	if (perfdata_read(in, &cap))
+		return 1;
+	if (!cap->vdso)
+		return fail(in, "the capture holds no vDSO");
+	err = pd_elf_build_id(cap->vdso, cap->vdso_size, id, &len);
+	if (err)
+		return fail(in, "the capture's vDSO has no build id");
+	for (i = 0; i < len; i++)
+		sprintf(hex + 2 * i, "%02x", id[i]);
+	snprintf(path, sizeof(path), "mkdir -p '%s/[vdso]/%s' '%s/.build-id/%.2s'", dir, hex, dir,
+		 hex);
+	if (system(path))
+		return fail(dir, "cannot create the build-id cache directories");
+	snprintf(path, sizeof(path), "%s/[vdso]/%s/vdso", dir, hex);
+	f = fopen(path, "w");
+	if (!f || fwrite(cap->vdso, 1, cap->vdso_size, f) != cap->vdso_size || fclose(f))
+		return fail(path, strerror(errno));
+	snprintf(link, sizeof(link), "%s/.build-id/%.2s/%s", dir, hex, hex + 2);
+	snprintf(target, sizeof(target), "../../[vdso]/%s", hex);
+	unlink(link);
+	if (symlink(target, link))
+		return fail(link, strerror(errno));
+	printf("%s\n", hex);
+	capture__free(cap);
 	return 0;
 }
 
@@ -440,26 +610,34 @@ static int rewrite(const char *in, const char *out)
 int main(int argc, char **argv)
 {
 	size_t pad = 0;
-	bool vdso = false, want_expect = false;
+	bool vdso = false, vdso_call = false, want_expect = false, per_thread = false;
 	int i;
 
 	if (argc >= 4 && !strcmp(argv[1], "rewrite"))
 		return rewrite(argv[2], argv[3]);
+	if (argc >= 4 && !strcmp(argv[1], "install-vdso"))
+		return install_vdso(argv[2], argv[3]);
 	if (argc >= 3 && !strcmp(argv[1], "synth")) {
 		for (i = 2; i < argc; i++) {
 			if (!strcmp(argv[i], "--pad") && i + 1 < argc)
 				pad = strtoul(argv[++i], NULL, 0);
 			else if (!strcmp(argv[i], "--vdso"))
 				vdso = true;
+			else if (!strcmp(argv[i], "--vdso-call"))
+				vdso_call = true;
+			else if (!strcmp(argv[i], "--per-thread"))
+				per_thread = true;
 			else if (!strcmp(argv[i], "--expect"))
 				want_expect = true;
 		}
 		if (want_expect)
-			return expect();
+			return expect(vdso_call);
 		if (argc >= 4)
-			return synth(argv[2], argv[3], pad, vdso);
+			return synth(argv[2], argv[3], pad, vdso, vdso_call, per_thread);
 	}
-	fprintf(stderr, "usage: perfdata_tool synth ELF OUT [--pad BYTES] [--vdso] [--expect]\n"
+	fprintf(stderr, "usage: perfdata_tool synth ELF OUT [--pad BYTES] [--vdso] [--vdso-call] "
+			"[--per-thread] [--expect]\n"
+			"       perfdata_tool install-vdso CAPTURE DIR\n"
 			"       perfdata_tool rewrite IN OUT\n");
 	return 2;
 }

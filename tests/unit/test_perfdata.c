@@ -337,7 +337,8 @@ static void compare_records(const struct pd_record *a, const struct pd_record *b
 		assert_int_equal(a->time_conv.time_cycles, b->time_conv.time_cycles);
 		assert_int_equal(a->time_conv.time_mask, b->time_conv.time_mask);
 		assert_int_equal(a->time_conv.cap_user_time_zero, b->time_conv.cap_user_time_zero);
-		assert_int_equal(a->time_conv.cap_user_time_short, b->time_conv.cap_user_time_short);
+		assert_int_equal(a->time_conv.cap_user_time_short,
+				 b->time_conv.cap_user_time_short);
 		break;
 	case PD_RECORD_PTBPF_TRIGGER: {
 		struct pd_trigger ta = a->trigger, tb = b->trigger;
@@ -631,11 +632,12 @@ static void test_record_codec(void **state)
 					 -ENOSPC);
 			/* A record cut short of its fixed fields is malformed. */
 			if (in.type != PERF_RECORD_SWITCH) {
-				((struct perf_event_header *)buf)->size =
-					8 + (in.type == PD_RECORD_TIME_CONV ? 0
-									: pd_sample_id_size(types[t]));
-				assert_int_equal(pd_record_parse(buf, n, types[t], !!types[t], &out),
-						 -EINVAL);
+				size_t trailer = in.type == PD_RECORD_TIME_CONV
+							 ? 0 : pd_sample_id_size(types[t]);
+
+				((struct perf_event_header *)buf)->size = 8 + trailer;
+				assert_int_equal(pd_record_parse(buf, n, types[t], !!types[t],
+								 &out), -EINVAL);
 			}
 		}
 	}
@@ -972,7 +974,10 @@ static void c_attrs_off(uint8_t *b, size_t *s) { hdr(b)->attrs.offset = *s + 8; 
 static void c_attrs_ovf(uint8_t *b, size_t *s) { hdr(b)->attrs.size = UINT64_MAX - 7; }
 static void c_attrs_frac(uint8_t *b, size_t *s) { hdr(b)->attrs.size -= 8; }
 static void c_attrs_none(uint8_t *b, size_t *s) { hdr(b)->attrs.size = 0; }
-static void c_attrs_many(uint8_t *b, size_t *s) { hdr(b)->attrs.size = hdr(b)->attr_size * 1000000; }
+static void c_attrs_many(uint8_t *b, size_t *s)
+{
+	hdr(b)->attrs.size = hdr(b)->attr_size * 1000000;
+}
 
 static void c_ids_off(uint8_t *b, size_t *s)
 {
@@ -1191,7 +1196,16 @@ static void test_random_corruption(void **state)
 		for (j = 1 + rand_r(&seed) % 8; j; j--) {
 			size_t pos = rand_r(&seed) % size;
 
-			b[pos] = (rand_r(&seed) % 3) == 0 ? 0 : (rand_r(&seed) % 2 ? 0xff : rand_r(&seed));
+			switch (rand_r(&seed) % 3) {
+			case 0:
+				b[pos] = 0;
+				break;
+			case 1:
+				b[pos] = 0xff;
+				break;
+			default:
+				b[pos] = rand_r(&seed);
+			}
 		}
 		spit(bad, b, len);
 		err = read_caught(bad, &cap, msg, sizeof(msg));
@@ -1228,7 +1242,8 @@ static void test_unknown_skipped(void **state)
 	rec_at(b, PD_RECORD_FINISHED_ROUND)->type = 0x7777;
 	rec_at(b, PERF_RECORD_LOST_SAMPLES)->type = 40;
 	/* Feature 250 (unknown) takes the last table slot, the vDSO's (241). */
-	assert_int_equal(find_feature(b, PD_FEAT_PTBPF_VDSO) + 16, feature(b, PD_FEAT_BUILD_ID)->offset);
+	assert_int_equal(find_feature(b, PD_FEAT_PTBPF_VDSO) + 16,
+			 feature(b, PD_FEAT_BUILD_ID)->offset);
 	hdr(b)->adds_features[PD_FEAT_PTBPF_VDSO / 64] &= ~(1ULL << (PD_FEAT_PTBPF_VDSO % 64));
 	hdr(b)->adds_features[250 / 64] |= 1ULL << (250 % 64);
 	spit(other, b, size);
