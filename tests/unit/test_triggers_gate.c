@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Gate mode on this kernel, without PT: the mechanism the pt backend's in-kernel freeze
+ * (aux_pause) relies on. A tracefs uprobe (or uretprobe) is opened on every CPU as a
+ * tracepoint perf event with a normal perf ring, the trigger program is attached once, and
+ * samples must reach the rings exactly for the hits where the program returned 1.
+ */
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "target.h"
+#include "triggers.h"
+
+#define RING_PAGES 8
+#define MAX_CPUS 64
+
+struct fires {
+	int n;
+	__u32 tids[256];
+};
+
+static int collect(void *ctx, const struct trigger_rec *rec)
+{
+	struct fires *f = ctx;
+
+	if (f->n < 256)
+		f->tids[f->n] = rec->tid;
+	f->n++;
+	return 0;
+}
+
+static const char *slow_target(void)
+{
+	static char path[4096];
+	const char *build = getenv("BUILD");
+
+	snprintf(path, sizeof(path), "%s/targets/trig_slow", build ? build : "build");
+	return access(path, X_OK) ? NULL : path;
+}
+
+/* Samples of tgid `pid` in one CPU's ring (sample_type TID). */
+static int count_samples(void *base, pid_t pid, __u32 *tids, int max)
+{
+	struct perf_event_mmap_page *pc = base;
+	char *data = (char *)base + pc->data_offset;
+	__u64 head = __atomic_load_n(&pc->data_head, __ATOMIC_ACQUIRE), tail = pc->data_tail;
+	int n = 0;
+
+	while (tail < head) {
+		struct perf_event_header *h = (void *)(data + (tail % pc->data_size));
+
+		if (h->type == PERF_RECORD_SAMPLE) {
+			__u32 *p = (__u32 *)(h + 1);	/* { u32 pid, tid } */
+
+			if ((pid_t)p[0] == pid) {
+				if (n < max)
+					tids[n] = p[1];
+				n++;
+			}
+		}
+		tail += h->size;
+	}
+	return n;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	__u32 x = *(const __u32 *)a, y = *(const __u32 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static bool tracefs_has(const char *needle)
+{
+	char line[512];
+	bool found = false;
+	FILE *f = fopen("/sys/kernel/tracing/uprobe_events", "re");
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, needle) != NULL;
+	fclose(f);
+	return found;
+}
+
+/*
+ * One run: `spec` with --nth `nth` (latency `lat_ns` if not 0): at least `min_fires` fires
+ * (more only if a busy machine preempted a fast call), and exactly as many samples.
+ */
+static void run_gate(const char *spec, uint64_t nth, uint64_t lat_ns, int min_fires)
+{
+	struct capture_opts o = { .nth = nth, .max_snapshots = 0, .nr_triggers = 1 };
+	int ncpu = sysconf(_SC_NPROCESSORS_ONLN), fds[MAX_CPUS], i, nsamples = 0, status;
+	struct perf_event_attr attr = {
+		.size = sizeof(attr),
+		.type = PERF_TYPE_TRACEPOINT,
+		.sample_period = 1,
+		.sample_type = PERF_SAMPLE_TID,
+		.disabled = 1,
+	};
+	void *rings[MAX_CPUS];
+	size_t ring_size = (1 + RING_PAGES) * getpagesize();
+	__u32 sample_tids[256];
+	struct fires fires = {};
+	struct trigger_gate g;
+	struct triggers *t = NULL;
+	struct target *target = NULL;
+	char cmd[4200], group[64];
+	char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+
+	/* the same pid execs trig_slow, quietly */
+	snprintf(cmd, sizeof(cmd), "exec %s >/dev/null", slow_target());
+	if (ncpu > MAX_CPUS)
+		ncpu = MAX_CPUS;
+	for (i = 0; i < MAX_CPUS; i++) {
+		fds[i] = -1;
+		rings[i] = MAP_FAILED;
+	}
+	o.triggers[0].kind = lat_ns ? TRIGGER_UPROBE_LATENCY : TRIGGER_UPROBE;
+	o.triggers[0].latency_ns = lat_ns;
+	o.triggers[0].arg = (char *)spec;
+	o.triggers[0].syscall_nr = -1;
+
+	assert_int_equal(target__spawn(argv, &target), 0);
+	assert_int_equal(triggers__new(&o, target->pid, TRIGGER_ATTACH_GATE, &t), 0);
+	assert_int_equal(triggers__nr_gates(t), 1);
+	assert_int_equal(triggers__gate(t, 0, &g), 0);
+	assert_int_equal(triggers__gate(t, 1, &g), -EINVAL);
+	assert_int_equal(triggers__gate(t, 0, &g), 0);
+	assert_int_equal(g.index, 0);
+	assert_true(g.tp_id > 0);
+	assert_true(g.prog_fd >= 0);
+	snprintf(group, sizeof(group), "ptbpf_%d/", getpid());
+	assert_true(tracefs_has(group));
+	assert_int_equal(triggers__attach(t), 0);
+
+	attr.config = g.tp_id;
+	for (i = 0; i < ncpu; i++) {
+		fds[i] = syscall(SYS_perf_event_open, &attr, -1, i, -1, PERF_FLAG_FD_CLOEXEC);
+		assert_true(fds[i] >= 0);
+		rings[i] = mmap(NULL, ring_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[i], 0);
+		assert_true(rings[i] != MAP_FAILED);
+	}
+	/* once: one program list per tracefs event serves every CPU */
+	assert_int_equal(triggers__attach_gate(t, 0, fds[0]), 0);
+	assert_int_equal(triggers__attach_gate(t, 0, -1), -EINVAL);
+	for (i = 0; i < ncpu; i++)
+		assert_int_equal(ioctl(fds[i], PERF_EVENT_IOC_ENABLE, 0), 0);
+
+	assert_int_equal(target__release(target), 0);
+	assert_int_equal(waitpid(target->pid, &status, 0), target->pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_true(triggers__consume(t, collect, &fires) >= 0);
+
+	for (i = 0; i < ncpu; i++)
+		nsamples += count_samples(rings[i], target->pid, sample_tids + nsamples,
+					  256 - nsamples);
+	printf("%s: %d fires, %d samples in the perf rings\n", spec, fires.n, nsamples);
+	assert_true(fires.n >= min_fires && fires.n <= min_fires + 3);
+	assert_int_equal(nsamples, fires.n);
+	qsort(fires.tids, fires.n, sizeof(__u32), cmp_u32);
+	qsort(sample_tids, nsamples, sizeof(__u32), cmp_u32);
+	assert_memory_equal(fires.tids, sample_tids, fires.n * sizeof(__u32));
+
+	/* perf events first, then the tracefs probes can go (EBUSY before) */
+	for (i = 0; i < ncpu; i++) {
+		munmap(rings[i], ring_size);
+		close(fds[i]);
+	}
+	triggers__free(t);
+	assert_false(tracefs_has(group));
+	target->spawned = false;	/* reaped above */
+	target__free(target);
+}
+
+static void skip_unless_possible(void)
+{
+	if (geteuid()) {
+		printf("SKIP: gate mode needs root (tracefs, perf events, BPF)\n");
+		skip();
+	}
+	if (!slow_target()) {
+		printf("SKIP: test target trig_slow not built (make targets)\n");
+		skip();
+	}
+}
+
+/* --uprobe with --nth 51: the program returns 0 for 50 hits, then 1 for 50. */
+static void test_gate_uprobe(void **state)
+{
+	char spec[4200];
+
+	skip_unless_possible();
+	snprintf(spec, sizeof(spec), "%s:slow_path", slow_target());
+	run_gate(spec, 51, 0, 50);
+}
+
+/* --latency-over 1ms: the uretprobe gate passes the 5 slow calls only (or a preempted one). */
+static void test_gate_uretprobe(void **state)
+{
+	char spec[4200];
+
+	skip_unless_possible();
+	snprintf(spec, sizeof(spec), "%s:slow_path", slow_target());
+	run_gate(spec, 1, 2000000, 5);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_gate_uprobe),
+		cmocka_unit_test(test_gate_uretprobe),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
