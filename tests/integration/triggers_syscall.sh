@@ -6,16 +6,19 @@
 need_bpf
 T=$TARGETS/trig_sleep
 
-check() { # name syscall-name expected-count
+check() { # name syscall-names expected-count-of-each
 	"$PYTHON" - "$TMP/$1.out" "$2" "$3" <<'PY' || fail "$1"
 import json, sys
 fires = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-names = sorted({f["syscall"] for f in fires})
-assert len(fires) == int(sys.argv[3]), "%d fires, expected %s: %s" % (len(fires), sys.argv[3], names)
 want = sys.argv[2].split(",")
-assert names == sorted(want), "syscalls %s, expected %s" % (names, want)
-assert all(4e6 < f["latency_ns"] < 100e6 and f["ret"] == 0 for f in fires)
-print("%d fires: %s" % (len(fires), names))
+for name in want:
+    n = sum(f["syscall"] == name for f in fires)
+    assert n == int(sys.argv[3]), "%d %s fires, expected %s" % (n, name, sys.argv[3])
+assert all(4e6 < f["latency_ns"] < 1e9 for f in fires)
+assert not any(f["syscall"] == "getppid" for f in fires), "a fast getppid() fired"
+# without --syscall, another call of the target may really take 4 ms on a busy machine
+others = sorted({f["syscall"] for f in fires} - set(want))
+print("%d fires: %s%s" % (len(fires), want, ", also slow: %s" % others if others else ""))
 PY
 }
 run_fg ns --dry-run --syscall-latency-over 4ms --syscall nanosleep -- "$T" -n 5
@@ -26,7 +29,7 @@ run_fg cns --dry-run --syscall-latency-over 4ms --syscall clock_nanosleep -- "$T
 check cns clock_nanosleep 5
 run_fg any --dry-run --syscall-latency-over 4ms -- "$T" -n 5
 [ $RC = 0 ] || fail "any syscall: exit $RC"
-check any clock_nanosleep,nanosleep 10
+check any clock_nanosleep,nanosleep 5
 # Two syscall triggers at once, each fires with its own index.
 run_fg two --dry-run --syscall-latency-over 4ms --syscall nanosleep \
 	--syscall-latency-over 4ms --syscall clock_nanosleep -- "$T" -n 3
