@@ -21,7 +21,8 @@ CC ?= gcc
 CXX ?= g++
 CLANG ?= clang
 BPFTOOL ?= bpftool
-PYTHON ?= python3
+# Debian's interpreter when present: a version manager's shim costs seconds per call.
+PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
 VERSION := 0.1.0
 
 ifeq ($(V),1)

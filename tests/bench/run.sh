@@ -4,6 +4,8 @@
 # Each prints its figures and its ratio against the named baseline.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
+# Debian's tools first: a python3 shim from a version manager costs seconds per call.
+[ -x /usr/bin/python3 ] && PATH=/usr/bin:$PATH
 top=$(cd "$here/../.." && pwd)
 : "${BUILD:=$top/build}" "${PTBPF:=$BUILD/ptbpf}" "${PYTHON:=python3}"
 # The team's shared notes, test data and FXT validator live beside the repository
