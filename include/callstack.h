@@ -5,7 +5,33 @@
  *
  * Threads are named by (pid, tid). Times are absolute ns (the fxt writer rebases them).
  * Addresses are virtual addresses in the thread's process. Every function returns 0 or
- * a negative errno (an error of the underlying writer).
+ * a negative errno (an error of the underlying writer, or -ENOMEM); the first error is
+ * sticky and callstack__finish() returns it.
+ *
+ * Output. A thread's trace is cut into epochs: an epoch begins at the thread's first event
+ * (or its first after a decode error, an overflow or the end of its data) and ends at the
+ * next of those. The epoch's first frame is the function the thread was in when it began
+ * (named by the symbol of the first address seen), starting at the epoch's start. A return
+ * that matches no frame (the thread returns above everything seen) closes every frame and
+ * makes the function returned into (or "[unknown]") the new outermost frame; as it was
+ * active before the epoch began, it starts at the epoch's start and encloses all that was
+ * already reconstructed. Because such parents can appear at any moment, a thread's slices
+ * are held in memory (16 bytes a slice) and written when its epoch ends, each parent
+ * before its children: slices are FXT complete events (24 bytes) when that is exact under
+ * Perfetto's rules (complete slices are closed-open intervals and zero-length ones stack
+ * like instants), otherwise begin/end pairs (zero-length slices, slices with a child or an
+ * instant at their very end, slices longer than 4.29 s). Slices of one thread are in
+ * timestamp order in the file, ties in nesting order. When a thread holds more than
+ * opts.max_buffer slices, what it holds is written (open frames as begin events, their end
+ * events later) and parents found later in that epoch start when they are found, not at
+ * the epoch's start (counted in late_parents).
+ *
+ * Names of synthetic slices: "[unknown]" (a parent without a symbol), "[unknown @ 0xADDR]"
+ * (a call target without a symbol), "[syscall]", "[untraced]", "[depth limit]" (the frame
+ * at depth max_depth, which stands for it and all frames below it), and instant events
+ * "[decode error]" (args offset, ip, message) and "[overflow]" (arg ip).
+ *
+ * Not thread-safe: feed one callstack from one thread at a time.
  */
 #ifndef PTBPF_CALLSTACK_H
 #define PTBPF_CALLSTACK_H
@@ -37,10 +63,17 @@ enum cs_stop_reason {
 /* Deepest stack kept; deeper calls are counted, and a marker slice shows the cut. */
 #define CS_MAX_DEPTH 500
 
+/* Slices a thread holds before writing them early (see Output above): 4 Mi, 64 MiB. */
+#define CS_MAX_BUFFER (4u << 20)
+
 struct callstack_opts {
-	cs_symbolize_fn symbolize;
+	cs_symbolize_fn symbolize;	/* NULL: every address is unknown */
 	void *ctx;			/* passed to symbolize */
-	unsigned max_depth;		/* 0: CS_MAX_DEPTH; never more than CS_MAX_DEPTH */
+	unsigned max_depth;		/* 0: CS_MAX_DEPTH; never more than CS_MAX_DEPTH. Frames
+					 * at depths 0..max_depth-1 are shown, the one at depth
+					 * max_depth as the "[depth limit]" marker, deeper ones
+					 * not at all */
+	unsigned max_buffer;		/* 0: CS_MAX_BUFFER; slices held per thread */
 };
 
 struct cs_stats {
@@ -51,10 +84,19 @@ struct cs_stats {
 	uint64_t errors, overflows;
 	uint64_t clamps;		/* timestamps raised to keep a thread's time monotonic */
 	uint64_t slices;		/* slices written */
+	uint64_t late_parents;		/* parents found after an early write (see Output) */
+	uint64_t early_writes;		/* times a thread wrote its slices early */
+	uint64_t gaps;			/* [syscall] and [untraced] slices */
+	uint64_t max_held;		/* most slices one thread held at once */
 };
 
+/* NULL (errno set) on bad arguments or no memory. */
 struct callstack *callstack__new(struct fxt_writer *w, const struct callstack_opts *opts);
-/* Closes every open slice at its thread's last timestamp, then frees. NULL-safe. */
+/*
+ * Closes every open slice at its thread's last timestamp and writes all that is held;
+ * returns the first error seen. Call it once, at the end, then callstack__free() (which
+ * frees and drops what a callstack that was not finished still holds). Both NULL-safe.
+ */
 int callstack__finish(struct callstack *cs);
 void callstack__free(struct callstack *cs);
 void callstack__stats(const struct callstack *cs, struct cs_stats *out);

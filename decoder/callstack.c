@@ -1,0 +1,988 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Call-stack reconstruction: control-flow events of each thread in, nested FXT slices out.
+ * The output rules are in include/callstack.h ("Output"); this explains the machinery.
+ *
+ * Each thread has an internal stack of frames (struct cs_frame) and a log of slots
+ * (struct cs_slot), one per slice begun in the current epoch, in begin order, plus the
+ * end events of slices that are written as begin/end pairs. A frame's slot is filled in
+ * when the frame closes: complete event (X) when that is exact, else begin (B) and an END
+ * slot appended at that moment, which is the right place in the file for the end event
+ * (after everything inside the slice, before anything after it).
+ *
+ * Outermost frames. The frame at the bottom of the stack when the epoch began, and every
+ * frame pushed below everything by a return above the first frame, start at the epoch's
+ * start; they are kept apart as "prefix" slots (struct cs_prefix) and written before the
+ * log, outermost (found last) first. Such a frame encloses every slot logged before it
+ * was found, so a slot's depth in the output is its depth on the internal stack plus the
+ * number of prefix frames found after it was logged.
+ *
+ * X or B/E. Perfetto (SliceTracker::MaybeCloseStack) pops a complete slice when an event
+ * arrives at or after its end, unless both are zero-length (those stack, like instants).
+ * So a slice is written as X only if it has a non-zero length and nothing inside it (a
+ * child's begin, an instant, a child's end event) happens at its end time; frames track
+ * the time of the latest such event ("inner"). Everything else is a begin/end pair,
+ * which nests exactly whatever the timestamps.
+ *
+ * Depth limit. Frames deeper than max_depth on the internal stack are not logged (they
+ * can only get deeper in the output); the writer pass hides slots whose output depth is
+ * above max_depth and renames the one at max_depth "[depth limit]".
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "array.h"
+#include "callstack.h"
+
+/* Frames kept on the internal stack; deeper calls are only counted (runaway recursion). */
+#define CS_STACK_LIMIT (1u << 16)
+/* Entries of the (pid, address) -> symbol cache, a power of two. */
+#define CS_CACHE_SIZE (1u << 14)
+/* The longest x86 instruction: a return lands at most this far after its call. */
+#define X86_MAX_INSN 15
+
+enum slot_kind {
+	SLOT_PENDING,		/* an open frame's begin; X or B once it closes */
+	SLOT_X,			/* complete event [begin, begin + dur] */
+	SLOT_B,			/* begin event; an END slot follows */
+	SLOT_END,		/* end event at `begin` */
+	SLOT_INSTANT,		/* instant event at `begin`; name is an index in cs->inst */
+};
+
+#define SLOT_KIND_SHIFT 28
+#define SLOT_NAME_MASK ((1u << SLOT_KIND_SHIFT) - 1)
+#define SLOT_TIME_BITS 48
+#define SLOT_TIME_MAX ((1ULL << SLOT_TIME_BITS) - 1)
+
+/* One event of a thread's log; 16 bytes, as the log holds every slice of an epoch. */
+struct cs_slot {
+	uint64_t bd;		/* bits 0..47: ns since the epoch start (begin, or the END's or
+				 * INSTANT's time); bits 48..63: depth on the internal stack */
+	uint32_t nk;		/* bits 0..27: writer string id (INSTANT: index in cs->inst);
+				 * bits 28..31: enum slot_kind */
+	uint32_t dur;		/* SLOT_X: length in ns; else 0 */
+};
+
+/* An outermost frame, begun at the epoch start (see the top of the file). */
+struct cs_prefix {
+	struct cs_slot s;	/* its slot; begin 0, depth 0 */
+	uint32_t found;		/* log length when it was found: it encloses slots before */
+};
+
+enum frame_kind {
+	FRAME_CALL,		/* made by a call at `site` */
+	FRAME_ROOT,		/* outermost: where the epoch began, or a parent found by
+				 * returning into it; its call site is unknown */
+	FRAME_GAP,		/* [syscall] or [untraced], until tracing resumes */
+};
+
+/* Where a frame's slot is: an index in the log, or one of these. */
+#define SLOT_NONE	UINT32_MAX		/* not logged: too deep to be shown */
+#define SLOT_WRITTEN	(UINT32_MAX - 1)	/* written early as a begin event */
+#define SLOT_PREFIX	0x80000000u		/* | index in the prefix array */
+
+struct cs_frame {
+	uint64_t site;		/* address of the call instruction that made it; 0 unknown */
+	uint64_t func;		/* start address of its function; 0 unknown */
+	uint64_t begin;		/* ns, absolute */
+	uint64_t inner;		/* ns of the latest begin, instant or end event inside it
+				 * (its own begin while there is none) */
+	uint32_t name;		/* writer string id */
+	uint32_t slot;		/* see SLOT_NONE and friends */
+	enum frame_kind kind;
+};
+
+struct cs_thread {
+	uint32_t pid, tid;
+	uint32_t fxt;		/* writer thread id */
+	bool live;		/* an epoch is open (it has a root frame) */
+	bool written;		/* this epoch was written early: parents are no longer
+				 * back-dated to its start */
+	uint64_t last;		/* latest timestamp seen, ns; later ones are clamped to it */
+	uint64_t t0;		/* start of the epoch, ns */
+	struct cs_frame *st;	/* internal stack, st[0] outermost */
+	uint32_t depth, capst;
+	uint64_t untracked;	/* frames above CS_STACK_LIMIT, only counted */
+	struct cs_slot *log;	/* this epoch's slots, in file order */
+	uint32_t nlog, caplog;
+	struct cs_prefix *pre;	/* outermost frames, in the order found */
+	uint32_t npre, cappre;
+	struct cs_thread *hnext;/* next in the hash bucket */
+};
+
+/* An instant event held in a log until it is written. */
+struct cs_instant {
+	uint32_t name;				/* writer string id */
+	unsigned nargs;
+	struct fxt_arg args[FXT_MAX_ARGS];	/* names and string values are owned copies */
+};
+
+/* (pid, address) -> symbol, direct mapped. */
+struct cs_cache_ent {
+	uint64_t addr;		/* key */
+	uint32_t pid;		/* key */
+	bool valid;
+	bool known;		/* the symbolizer knew the address */
+	uint32_t name;		/* writer string id of the display name */
+	uint64_t start;		/* function start; 0 unknown */
+};
+
+/* Symbolizer name pointer -> writer string id (names are interned once per pointer). */
+struct cs_name_ent {
+	const char *ptr;	/* NULL: free entry */
+	uint32_t id;
+};
+
+struct callstack {
+	struct fxt_writer *w;
+	cs_symbolize_fn symbolize;
+	void *ctx;
+	unsigned max_depth;	/* shown depths are 0..max_depth (the last one the marker) */
+	unsigned max_buffer;	/* slots a thread holds before writing early */
+	int err;		/* first error, sticky */
+
+	struct cs_thread **thash;	/* (pid, tid) buckets */
+	uint32_t thmask;
+	uint32_t nthreads;
+	struct cs_thread *last_th;	/* the thread of the previous event */
+
+	struct cs_cache_ent *cache;
+	struct cs_name_ent *names;
+	uint32_t nmask, nnames;
+
+	struct cs_instant **inst;	/* held instants; slots index this */
+	uint32_t ninst, capinst;
+
+	/* writer string ids of the synthetic names */
+	uint32_t id_unknown, id_syscall, id_untraced, id_limit, id_error, id_overflow;
+	struct cs_stats st;
+};
+
+static int fail(struct callstack *cs, int err)
+{
+	if (err && !cs->err)
+		cs->err = err;
+	return err;
+}
+
+/* ---- symbols ------------------------------------------------------------------------ */
+
+static uint64_t mix(uint64_t a, uint64_t b)
+{
+	uint64_t h = a * 0x9e3779b97f4a7c15ULL ^ b;
+
+	return h ^ (h >> 31);
+}
+
+static int name_id(struct callstack *cs, const char *ptr, uint32_t *id)
+{
+	uint32_t j, i;
+	int err;
+
+	for (j = mix((uintptr_t)ptr, 0) & cs->nmask; cs->names[j].ptr; j = (j + 1) & cs->nmask) {
+		if (cs->names[j].ptr == ptr) {
+			*id = cs->names[j].id;
+			return 0;
+		}
+	}
+	err = fxt_intern(cs->w, ptr, id);
+	if (err)
+		return err;
+	if ((cs->nnames + 1) * 2 > cs->nmask + 1) {
+		uint32_t size = (cs->nmask + 1) * 2;
+		struct cs_name_ent *t = calloc(size, sizeof(*t));
+
+		if (!t)
+			return -ENOMEM;
+		for (i = 0; i <= cs->nmask; i++) {
+			if (!cs->names[i].ptr)
+				continue;
+			for (j = mix((uintptr_t)cs->names[i].ptr, 0) & (size - 1); t[j].ptr;
+			     j = (j + 1) & (size - 1))
+				;
+			t[j] = cs->names[i];
+		}
+		free(cs->names);
+		cs->names = t;
+		cs->nmask = size - 1;
+		for (j = mix((uintptr_t)ptr, 0) & cs->nmask; cs->names[j].ptr;
+		     j = (j + 1) & cs->nmask)
+			;
+	}
+	cs->names[j].ptr = ptr;
+	cs->names[j].id = *id;
+	cs->nnames++;
+	return 0;
+}
+
+/* What is known of `addr`: display name, function start (0 unknown), whether known. */
+static int sym_lookup(struct callstack *cs, uint32_t pid, uint64_t addr,
+		      const struct cs_cache_ent **out)
+{
+	struct cs_cache_ent *e = &cs->cache[mix(addr, pid) & (CS_CACHE_SIZE - 1)];
+	struct cs_symbol sym = { 0 };
+	char buf[48];
+	int err;
+
+	*out = e;
+	if (e->valid && e->addr == addr && e->pid == pid)
+		return 0;
+	e->valid = false;
+	if (cs->symbolize && !cs->symbolize(cs->ctx, pid, addr, &sym) && sym.name) {
+		err = name_id(cs, sym.name, &e->name);
+		e->known = true;
+		e->start = sym.start;
+	} else {
+		snprintf(buf, sizeof(buf), "[unknown @ 0x%" PRIx64 "]", addr);
+		err = fxt_intern(cs->w, buf, &e->name);
+		e->known = false;
+		e->start = 0;
+	}
+	if (err)
+		return err;
+	e->addr = addr;
+	e->pid = pid;
+	e->valid = true;
+	return 0;
+}
+
+/* ---- threads ------------------------------------------------------------------------ */
+
+static struct cs_thread *thread_get(struct callstack *cs, uint32_t pid, uint32_t tid)
+{
+	struct cs_thread *th = cs->last_th, **b;
+	int err;
+
+	if (th && th->pid == pid && th->tid == tid)
+		return th;
+	b = &cs->thash[mix(pid, tid) & cs->thmask];
+	for (th = *b; th; th = th->hnext)
+		if (th->pid == pid && th->tid == tid)
+			return cs->last_th = th;
+	th = calloc(1, sizeof(*th));
+	if (!th) {
+		fail(cs, -ENOMEM);
+		return NULL;
+	}
+	th->pid = pid;
+	th->tid = tid;
+	err = fxt_thread_id(cs->w, pid, tid, &th->fxt);
+	if (err) {
+		free(th);
+		fail(cs, err);
+		return NULL;
+	}
+	th->hnext = *b;
+	*b = th;
+	cs->nthreads++;
+	return cs->last_th = th;
+}
+
+/* Per-thread monotonic time: a timestamp before the thread's latest is raised to it. */
+static uint64_t clamp_time(struct callstack *cs, struct cs_thread *th, uint64_t t)
+{
+	if (t < th->last) {
+		cs->st.clamps++;
+		return th->last;
+	}
+	th->last = t;
+	return t;
+}
+
+static uint64_t slot_time(const struct cs_thread *th, uint64_t t)
+{
+	uint64_t rel = t - th->t0;
+
+	return rel > SLOT_TIME_MAX ? SLOT_TIME_MAX : rel;
+}
+
+static struct cs_slot make_slot(const struct cs_thread *th, uint64_t t, uint32_t depth,
+				enum slot_kind kind, uint32_t name)
+{
+	struct cs_slot s;
+
+	s.bd = slot_time(th, t) | (uint64_t)(depth > 0xffff ? 0xffff : depth) << SLOT_TIME_BITS;
+	s.nk = (name & SLOT_NAME_MASK) | (uint32_t)kind << SLOT_KIND_SHIFT;
+	s.dur = 0;
+	return s;
+}
+
+static enum slot_kind slot_kind(const struct cs_slot *s)
+{
+	return (enum slot_kind)(s->nk >> SLOT_KIND_SHIFT);
+}
+
+static void set_kind(struct cs_slot *s, enum slot_kind kind)
+{
+	s->nk = (s->nk & SLOT_NAME_MASK) | (uint32_t)kind << SLOT_KIND_SHIFT;
+}
+
+/* ---- writing ------------------------------------------------------------------------ */
+
+static void instant_free(struct cs_instant *in)
+{
+	unsigned i;
+
+	if (!in)
+		return;
+	for (i = 0; i < in->nargs; i++) {
+		free((char *)in->args[i].name);
+		if (in->args[i].type == FXT_ARG_STRING)
+			free((char *)in->args[i].s);
+	}
+	free(in);
+}
+
+/* Writes one slot at output depth `depth`. */
+static int write_slot(struct callstack *cs, struct cs_thread *th, const struct cs_slot *s,
+		      uint32_t depth)
+{
+	uint64_t t = th->t0 + (s->bd & SLOT_TIME_MAX);
+	uint32_t name = s->nk & SLOT_NAME_MASK;
+	enum slot_kind kind = slot_kind(s);
+	struct cs_instant *in;
+	int err;
+
+	if (kind == SLOT_INSTANT) {
+		in = cs->inst[name];
+		cs->inst[name] = NULL;
+		err = in ? fxt_instant_id(cs->w, th->fxt, 0, in->name, t, in->args, in->nargs) : 0;
+		instant_free(in);
+		return err;
+	}
+	if (depth > cs->max_depth) {
+		if (kind != SLOT_END)
+			cs->st.depth_capped++;
+		return 0;
+	}
+	if (depth == cs->max_depth)
+		name = cs->id_limit;
+	switch (kind) {
+	case SLOT_X:
+		cs->st.slices++;
+		return fxt_complete_id(cs->w, th->fxt, 0, name, t, t + s->dur, NULL, 0);
+	case SLOT_PENDING:
+	case SLOT_B:
+		cs->st.slices++;
+		return fxt_begin_id(cs->w, th->fxt, 0, name, t, NULL, 0);
+	case SLOT_END:
+		return fxt_end_id(cs->w, th->fxt, 0, name, t, NULL, 0);
+	default:
+		return 0;
+	}
+}
+
+/* Writes what the thread holds: its prefix frames, outermost first, then its log. */
+static int write_held(struct callstack *cs, struct cs_thread *th)
+{
+	uint32_t m = th->npre, i, j = 0, k;
+	int err = 0;
+
+	for (i = m; i-- > 0 && !err;)
+		err = write_slot(cs, th, &th->pre[i].s, m - 1 - i);
+	for (k = 0; k < th->nlog && !err; k++) {
+		while (j < m && th->pre[j].found <= k)
+			j++;
+		err = write_slot(cs, th, &th->log[k], (uint32_t)(th->log[k].bd >> SLOT_TIME_BITS) +
+						       (m - j));
+	}
+	th->nlog = 0;
+	th->npre = 0;
+	return fail(cs, err);
+}
+
+/* Too much held: write it now; open frames become begin events, ended when they close. */
+static int write_early(struct callstack *cs, struct cs_thread *th)
+{
+	uint32_t i;
+
+	for (i = 0; i < th->depth; i++) {
+		struct cs_frame *f = &th->st[i];
+
+		if (f->slot == SLOT_NONE || f->slot == SLOT_WRITTEN)
+			continue;
+		if (f->slot & SLOT_PREFIX)
+			set_kind(&th->pre[f->slot & ~SLOT_PREFIX].s, SLOT_B);
+		else
+			set_kind(&th->log[f->slot], SLOT_B);
+		f->slot = SLOT_WRITTEN;
+	}
+	th->written = true;
+	cs->st.early_writes++;
+	return write_held(cs, th);
+}
+
+static int log_append(struct callstack *cs, struct cs_thread *th, struct cs_slot s,
+		      uint32_t *index)
+{
+	int err;
+
+	if (th->nlog + th->npre >= cs->max_buffer) {
+		err = write_early(cs, th);
+		if (err)
+			return err;
+	}
+	err = array_grow((void **)&th->log, &th->caplog, th->nlog + 1, sizeof(*th->log));
+	if (err)
+		return fail(cs, err);
+	if (index)
+		*index = th->nlog;
+	th->log[th->nlog++] = s;
+	if (th->nlog + th->npre > cs->st.max_held)
+		cs->st.max_held = th->nlog + th->npre;
+	return 0;
+}
+
+/* ---- frames ------------------------------------------------------------------------- */
+
+static void note_inner(struct cs_thread *th, uint64_t t)
+{
+	if (th->depth && th->st[th->depth - 1].inner < t)
+		th->st[th->depth - 1].inner = t;
+}
+
+static int push(struct callstack *cs, struct cs_thread *th, enum frame_kind kind, uint64_t site,
+		uint64_t func, uint32_t name, uint64_t t)
+{
+	struct cs_frame *f;
+	int err;
+
+	if (th->depth >= CS_STACK_LIMIT) {
+		th->untracked++;
+		cs->st.depth_capped++;
+		return 0;
+	}
+	err = array_grow((void **)&th->st, &th->capst, th->depth + 1, sizeof(*th->st));
+	if (err)
+		return fail(cs, err);
+	note_inner(th, t);
+	f = &th->st[th->depth];
+	f->site = site;
+	f->func = func;
+	f->begin = t;
+	f->inner = t;
+	f->name = name;
+	f->kind = kind;
+	f->slot = SLOT_NONE;
+	if (th->depth > cs->max_depth) {
+		cs->st.depth_capped++;
+	} else {
+		err = log_append(cs, th, make_slot(th, t, th->depth, SLOT_PENDING, name), &f->slot);
+		if (err)
+			return err;
+		/* log_append may have written early: the new frame is then open, not written */
+	}
+	th->depth++;
+	return 0;
+}
+
+/* A new outermost frame: back-dated to the epoch start unless the epoch was written early. */
+static int push_root(struct callstack *cs, struct cs_thread *th, uint64_t func, uint32_t name,
+		     uint64_t t)
+{
+	struct cs_frame *f;
+	int err;
+
+	if (th->written)
+		return push(cs, th, FRAME_ROOT, 0, func, name, t);
+	err = array_grow((void **)&th->pre, &th->cappre, th->npre + 1, sizeof(*th->pre));
+	if (!err)
+		err = array_grow((void **)&th->st, &th->capst, 1, sizeof(*th->st));
+	if (err)
+		return fail(cs, err);
+	th->pre[th->npre].s = make_slot(th, th->t0, 0, SLOT_PENDING, name);
+	th->pre[th->npre].found = th->nlog;
+	f = &th->st[0];
+	f->site = 0;
+	f->func = func;
+	f->begin = th->t0;
+	f->inner = t;		/* everything logged so far is inside it */
+	f->name = name;
+	f->kind = FRAME_ROOT;
+	f->slot = SLOT_PREFIX | th->npre++;
+	th->depth = 1;
+	return 0;
+}
+
+/* Closes the innermost frame at `t`. */
+static int pop(struct callstack *cs, struct cs_thread *th, uint64_t t)
+{
+	struct cs_frame *f = &th->st[th->depth - 1];
+	struct cs_slot *s = NULL;
+	bool x = f->inner < t && t - f->begin <= UINT32_MAX;
+	int err = 0;
+
+	if (f->slot == SLOT_WRITTEN)
+		x = false;
+	else if (f->slot == SLOT_NONE)
+		x = true;	/* nothing written: nothing for the parent to avoid */
+	else if (f->slot & SLOT_PREFIX)
+		s = &th->pre[f->slot & ~SLOT_PREFIX].s;
+	else
+		s = &th->log[f->slot];
+	if (s && x) {
+		set_kind(s, SLOT_X);
+		s->dur = (uint32_t)(t - f->begin);
+	} else if (s) {
+		set_kind(s, SLOT_B);
+	}
+	if (!x)
+		err = log_append(cs, th, make_slot(th, t, th->depth - 1, SLOT_END, f->name), NULL);
+	th->depth--;
+	if (th->depth) {
+		struct cs_frame *p = &th->st[th->depth - 1];
+		uint64_t in = x ? f->inner : t;
+
+		if (p->inner < in)
+			p->inner = in;
+	}
+	return err;
+}
+
+static int pop_to(struct callstack *cs, struct cs_thread *th, uint32_t depth, uint64_t t)
+{
+	int err = 0;
+
+	while (th->depth > depth && !err)
+		err = pop(cs, th, t);
+	return err;
+}
+
+/* Starts an epoch at `t` in the function containing `ip`. */
+static int epoch_begin(struct callstack *cs, struct cs_thread *th, uint64_t ip, uint64_t t)
+{
+	const struct cs_cache_ent *e;
+	int err;
+
+	err = sym_lookup(cs, th->pid, ip, &e);
+	if (err)
+		return fail(cs, err);
+	th->live = true;
+	th->written = false;
+	th->t0 = t;
+	th->depth = 0;
+	th->untracked = 0;
+	th->nlog = th->npre = 0;
+	return push_root(cs, th, e->start, e->known ? e->name : cs->id_unknown, t);
+}
+
+/* Ends the epoch at `t`: every frame closes, everything held is written. */
+static int epoch_end(struct callstack *cs, struct cs_thread *th, uint64_t t)
+{
+	int err;
+
+	if (!th->live)
+		return 0;
+	err = pop_to(cs, th, 0, t);
+	if (!err)
+		err = write_held(cs, th);
+	th->live = false;
+	th->untracked = 0;
+	return err;
+}
+
+/* Common prologue of flow events: the thread, its clamped time, a live epoch, no open gap. */
+static struct cs_thread *enter(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t ip,
+			       uint64_t *t)
+{
+	struct cs_thread *th;
+
+	if (cs->err)
+		return NULL;
+	th = thread_get(cs, pid, tid);
+	if (!th)
+		return NULL;
+	*t = clamp_time(cs, th, *t);
+	if (!th->live && epoch_begin(cs, th, ip, *t))
+		return NULL;
+	if (th->depth && th->st[th->depth - 1].kind == FRAME_GAP && pop(cs, th, *t))
+		return NULL;
+	if (!th->depth && push_root(cs, th, 0, cs->id_unknown, *t))
+		return NULL;
+	return th;
+}
+
+/* A return lands at most one instruction after its call. */
+static bool returns_to(uint64_t site, uint64_t to)
+{
+	return site && to > site && to - site <= X86_MAX_INSN;
+}
+
+/* ---- the API ------------------------------------------------------------------------ */
+
+int callstack__call(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t from, uint64_t to,
+		    uint64_t t)
+{
+	const struct cs_cache_ent *e;
+	struct cs_thread *th;
+	int err;
+
+	if (!cs)
+		return -EINVAL;
+	th = enter(cs, pid, tid, from, &t);
+	if (!th)
+		return cs->err;
+	cs->st.calls++;
+	err = sym_lookup(cs, pid, to, &e);
+	if (err)
+		return fail(cs, err);
+	return push(cs, th, FRAME_CALL, from, e->start ? e->start : to, e->name, t);
+}
+
+int callstack__return(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t from,
+		      uint64_t to, uint64_t t)
+{
+	const struct cs_cache_ent *e;
+	struct cs_thread *th;
+	uint32_t i;
+	int err;
+
+	if (!cs)
+		return -EINVAL;
+	th = enter(cs, pid, tid, from, &t);
+	if (!th)
+		return cs->err;
+	cs->st.returns++;
+	if (th->untracked) {
+		th->untracked--;
+		return 0;
+	}
+	if (returns_to(th->st[th->depth - 1].site, to))
+		return pop(cs, th, t);
+	/* landing after the call of a deeper frame: longjmp-like, pop through to it */
+	for (i = th->depth - 1; i-- > 0;) {
+		if (returns_to(th->st[i].site, to)) {
+			cs->st.unwinds++;
+			return pop_to(cs, th, i, t);
+		}
+	}
+	err = sym_lookup(cs, pid, to, &e);
+	if (err)
+		return fail(cs, err);
+	/* landing inside a deeper frame's function: an unwinder's landing pad */
+	for (i = th->depth - 1; e->start && i-- > 0;) {
+		if (th->st[i].func == e->start) {
+			cs->st.unwinds++;
+			return pop_to(cs, th, i + 1, t);
+		}
+	}
+	/* above everything seen: the function returned into was active all along */
+	cs->st.unknown_parents++;
+	if (th->written)
+		cs->st.late_parents++;
+	err = pop_to(cs, th, 0, t);
+	if (!err)
+		err = push_root(cs, th, e->start, e->known ? e->name : cs->id_unknown, t);
+	return fail(cs, err);
+}
+
+int callstack__jump(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t from, uint64_t to,
+		    uint64_t t)
+{
+	const struct cs_cache_ent *e;
+	struct cs_thread *th;
+	struct cs_frame *top;
+	enum frame_kind kind;
+	uint64_t site;
+	uint32_t i;
+	int err;
+
+	if (!cs)
+		return -EINVAL;
+	th = enter(cs, pid, tid, from, &t);
+	if (!th)
+		return cs->err;
+	cs->st.jumps++;
+	if (th->untracked)
+		return 0;
+	err = sym_lookup(cs, pid, to, &e);
+	if (err)
+		return fail(cs, err);
+	if (e->start == to) {
+		/* a function's entry: a tail call, even into a function deeper on the stack */
+		cs->st.tail_calls++;
+	} else {
+		/* longjmp: to the return address of a frame's call, or into a deeper body */
+		for (i = th->depth; i-- > 1;) {
+			if (returns_to(th->st[i].site, to)) {
+				cs->st.unwinds++;
+				return pop_to(cs, th, i, t);
+			}
+		}
+		for (i = th->depth - 1; e->start && i-- > 0;) {
+			if (th->st[i].func == e->start) {
+				cs->st.unwinds++;
+				return pop_to(cs, th, i + 1, t);
+			}
+		}
+	}
+	/* into another function: the frame is replaced and keeps its return address */
+	top = &th->st[th->depth - 1];
+	site = top->site;
+	kind = top->kind;
+	err = pop(cs, th, t);
+	if (!err)
+		err = push(cs, th, kind, site, e->start ? e->start : to, e->name, t);
+	return fail(cs, err);
+}
+
+int callstack__stop(struct callstack *cs, uint32_t pid, uint32_t tid, enum cs_stop_reason why,
+		    uint64_t ip, uint64_t t)
+{
+	struct fxt_arg arg = { .name = "ip", .type = FXT_ARG_POINTER, .u = ip };
+	struct cs_thread *th;
+	int err;
+
+	if (!cs)
+		return -EINVAL;
+	switch (why) {
+	case CS_STOP_SYSCALL:
+	case CS_STOP_UNTRACED:
+		th = enter(cs, pid, tid, ip, &t);
+		if (!th)
+			return cs->err;
+		cs->st.gaps++;
+		return push(cs, th, FRAME_GAP, 0, 0,
+			    why == CS_STOP_SYSCALL ? cs->id_syscall : cs->id_untraced, t);
+	case CS_STOP_OVERFLOW:
+	case CS_STOP_END:
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (cs->err)
+		return cs->err;
+	th = thread_get(cs, pid, tid);
+	if (!th)
+		return cs->err;
+	t = clamp_time(cs, th, t);
+	err = epoch_end(cs, th, t);
+	if (!err && why == CS_STOP_OVERFLOW) {
+		cs->st.overflows++;
+		err = fxt_instant_id(cs->w, th->fxt, 0, cs->id_overflow, t, &arg, 1);
+	}
+	return fail(cs, err);
+}
+
+int callstack__start(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t ip, uint64_t t)
+{
+	const struct cs_cache_ent *e;
+	struct cs_thread *th;
+	uint32_t i;
+	int err;
+
+	if (!cs)
+		return -EINVAL;
+	th = enter(cs, pid, tid, ip, &t);
+	if (!th)
+		return cs->err;
+	/* resumed elsewhere (left untraced code by returning): back to that frame if known */
+	err = sym_lookup(cs, pid, ip, &e);
+	if (err)
+		return fail(cs, err);
+	if (!e->start || th->st[th->depth - 1].func == e->start)
+		return 0;
+	for (i = th->depth - 1; i-- > 0;)
+		if (th->st[i].func == e->start)
+			return fail(cs, pop_to(cs, th, i + 1, t));
+	return 0;
+}
+
+int callstack__error(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t offset,
+		     uint64_t ip, const char *msg, uint64_t t)
+{
+	struct fxt_arg args[3] = {
+		{ .name = "offset", .type = FXT_ARG_UINT64, .u = offset },
+		{ .name = "ip", .type = FXT_ARG_POINTER, .u = ip },
+		{ .name = "message", .type = FXT_ARG_STRING, .s = msg ? msg : "" },
+	};
+	struct cs_thread *th;
+	int err;
+
+	if (!cs)
+		return -EINVAL;
+	if (cs->err)
+		return cs->err;
+	th = thread_get(cs, pid, tid);
+	if (!th)
+		return cs->err;
+	t = clamp_time(cs, th, t);
+	cs->st.errors++;
+	err = epoch_end(cs, th, t);
+	if (!err)
+		err = fxt_instant_id(cs->w, th->fxt, 0, cs->id_error, t, args, 3);
+	return fail(cs, err);
+}
+
+static int thread_time(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t t)
+{
+	struct cs_thread *th;
+
+	if (!cs)
+		return -EINVAL;
+	if (cs->err)
+		return cs->err;
+	th = thread_get(cs, pid, tid);
+	if (!th)
+		return cs->err;
+	clamp_time(cs, th, t);
+	return 0;
+}
+
+int callstack__switch_out(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t t)
+{
+	return thread_time(cs, pid, tid, t);
+}
+
+int callstack__switch_in(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t t)
+{
+	return thread_time(cs, pid, tid, t);
+}
+
+int callstack__instant(struct callstack *cs, uint32_t pid, uint32_t tid, const char *name,
+		       uint64_t t, const struct fxt_arg *args, unsigned nargs)
+{
+	struct cs_instant *in;
+	struct cs_thread *th;
+	uint32_t idx;
+	unsigned i;
+	int err;
+
+	if (!cs || nargs > FXT_MAX_ARGS || (nargs && !args))
+		return -EINVAL;
+	if (cs->err)
+		return cs->err;
+	th = thread_get(cs, pid, tid);
+	if (!th)
+		return cs->err;
+	t = clamp_time(cs, th, t);
+	if (!th->live)
+		return fail(cs, fxt_instant(cs->w, pid, tid, NULL, name, t, args, nargs));
+
+	in = calloc(1, sizeof(*in));
+	if (!in)
+		return fail(cs, -ENOMEM);
+	err = fxt_intern(cs->w, name, &in->name);
+	for (i = 0; i < nargs && !err; i++) {
+		in->args[i] = args[i];
+		in->args[i].name = strdup(args[i].name ? args[i].name : "");
+		in->nargs = i + 1;
+		if (args[i].type == FXT_ARG_STRING) {
+			in->args[i].s = strdup(args[i].s ? args[i].s : "");
+			if (!in->args[i].s)
+				in->args[i].type = FXT_ARG_BOOL;	/* nothing to free */
+		}
+		if (!in->args[i].name || (args[i].type == FXT_ARG_STRING &&
+					  in->args[i].type != FXT_ARG_STRING))
+			err = -ENOMEM;
+	}
+	if (!err)
+		err = array_grow((void **)&cs->inst, &cs->capinst, cs->ninst + 1, sizeof(*cs->inst));
+	if (err) {
+		instant_free(in);
+		return fail(cs, err);
+	}
+	idx = cs->ninst++;
+	cs->inst[idx] = in;
+	note_inner(th, t);
+	return log_append(cs, th, make_slot(th, t, th->depth, SLOT_INSTANT, idx), NULL);
+}
+
+/* ---- lifetime ----------------------------------------------------------------------- */
+
+struct callstack *callstack__new(struct fxt_writer *w, const struct callstack_opts *opts)
+{
+	static const struct callstack_opts defaults;
+	struct callstack *cs;
+	int err;
+
+	if (!w) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!opts)
+		opts = &defaults;
+	cs = calloc(1, sizeof(*cs));
+	if (!cs)
+		goto nomem;
+	cs->w = w;
+	cs->symbolize = opts->symbolize;
+	cs->ctx = opts->ctx;
+	cs->max_depth = opts->max_depth && opts->max_depth < CS_MAX_DEPTH ? opts->max_depth
+									   : CS_MAX_DEPTH;
+	cs->max_buffer = opts->max_buffer ? opts->max_buffer : CS_MAX_BUFFER;
+	cs->thmask = 255;
+	cs->thash = calloc(cs->thmask + 1, sizeof(*cs->thash));
+	cs->cache = calloc(CS_CACHE_SIZE, sizeof(*cs->cache));
+	cs->nmask = 1023;
+	cs->names = calloc(cs->nmask + 1, sizeof(*cs->names));
+	if (!cs->thash || !cs->cache || !cs->names)
+		goto nomem;
+	err = fxt_intern(w, "[unknown]", &cs->id_unknown);
+	err = err ?: fxt_intern(w, "[syscall]", &cs->id_syscall);
+	err = err ?: fxt_intern(w, "[untraced]", &cs->id_untraced);
+	err = err ?: fxt_intern(w, "[depth limit]", &cs->id_limit);
+	err = err ?: fxt_intern(w, "[decode error]", &cs->id_error);
+	err = err ?: fxt_intern(w, "[overflow]", &cs->id_overflow);
+	if (err) {
+		callstack__free(cs);
+		errno = -err;
+		return NULL;
+	}
+	return cs;
+nomem:
+	callstack__free(cs);
+	errno = ENOMEM;
+	return NULL;
+}
+
+int callstack__finish(struct callstack *cs)
+{
+	struct cs_thread *th;
+	uint32_t b;
+
+	if (!cs)
+		return 0;
+	for (b = 0; b <= cs->thmask; b++)
+		for (th = cs->thash[b]; th; th = th->hnext)
+			if (th->live && !cs->err)
+				epoch_end(cs, th, th->last);
+	return cs->err;
+}
+
+void callstack__free(struct callstack *cs)
+{
+	struct cs_thread *th, *next;
+	uint32_t b;
+
+	if (!cs)
+		return;
+	for (b = 0; cs->thash && b <= cs->thmask; b++) {
+		for (th = cs->thash[b]; th; th = next) {
+			next = th->hnext;
+			free(th->st);
+			free(th->log);
+			free(th->pre);
+			free(th);
+		}
+	}
+	for (b = 0; b < cs->ninst; b++)
+		instant_free(cs->inst[b]);
+	free(cs->inst);
+	free(cs->thash);
+	free(cs->cache);
+	free(cs->names);
+	free(cs);
+}
+
+void callstack__stats(const struct callstack *cs, struct cs_stats *out)
+{
+	if (!out)
+		return;
+	memset(out, 0, sizeof(*out));
+	if (cs)
+		*out = cs->st;
+}
