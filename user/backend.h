@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "perfdata.h"
+#include "triggers.h"
 
 struct backend;
 struct target;
@@ -46,8 +47,27 @@ struct backend_ops {
 	 * one-line reason with the fix, as ptbpf doctor words it.
 	 */
 	bool (*usable)(char *why, size_t why_size);
-	/* Open the rings for `t` (spawned and held before exec, or a running pid). */
+	/*
+	 * Open the rings for `t` (spawned and held before exec, or a running pid). `opts`
+	 * must outlive the backend. When the host lacks what the backend needs, open()
+	 * prints the line usable() would give and returns -ENODEV; a configuration this
+	 * host does not allow (a --psb-period the CPU lacks...) is printed and returns
+	 * -EINVAL or -EOPNOTSUPP. Both are the capture's exit status 2.
+	 */
 	int (*open)(const struct capture_opts *opts, struct target *t, struct backend **out);
+	/*
+	 * Optional (NULL: links). How the trigger plane should attach for this backend, asked
+	 * after open() and before triggers__new(): TRIGGER_ATTACH_GATE when the backend
+	 * freezes in the kernel (pt with aux_pause, Linux 6.13+).
+	 */
+	enum trigger_attach_mode (*trigger_mode)(struct backend *b);
+	/*
+	 * Optional. In gate mode, after triggers__attach() and before start(): open the
+	 * per-CPU gate events in the backend's groups and attach the gate programs. The
+	 * backend must be closed before triggers__free() (tracefs keeps probes that perf
+	 * events still hold).
+	 */
+	int (*attach_gates)(struct backend *b, struct triggers *t);
 	/* Start tracing; the caller then releases a spawned target. */
 	int (*start)(struct backend *b);
 	/* Run until hooks->check() > 0 (returns RUN_STOPPED) or the target is gone. */

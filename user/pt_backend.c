@@ -1,65 +1,899 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The pt backend: per-CPU Intel PT events in overwrite mode (notes/kernel-pt-abi.md).
- * Detection is shared with `ptbpf doctor` through user/pt_pmu.c, so the message a
- * capture prints when PT is missing is the line doctor prints.
+ * The pt backend: one Intel PT event per online CPU (pid -1), its AUX area mapped
+ * read-only so the kernel overwrites it (snapshot mode), sideband on the same event's
+ * data ring (notes/kernel-pt-abi.md §1, §2, §4).
+ *
+ * Freezing. With aux_pause (Linux 6.13+, probed at open), each trigger is also a
+ * tracepoint perf event in every CPU's PT group with aux_pause=1: when the trigger's BPF
+ * program returns 1, PT on that CPU stops inside the probe. The program's ring-buffer
+ * record then wakes the loader, which disables every CPU's PT event (that publishes
+ * aux_head, which a pause does not). Without aux_pause the loader's disable is the freeze.
+ *
+ * Resuming. After a pause PT stays paused through DISABLE/ENABLE (hw.aux_paused is
+ * sticky) until an aux_resume event fires on that CPU. An aux_resume member would need
+ * an event that fires on every CPU soon after the snapshot, and idle CPUs may have none.
+ * So resume() closes and reopens every CPU's group instead, in both modes: a fresh AUX
+ * area is also zeroed by the kernel, which keeps the wrap test of the next snapshot exact.
+ * The cost is a gap of a few milliseconds between snapshots.
  */
 #include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/perf_event.h>
 
+#include "aux_ring.h"
 #include "backend.h"
+#include "data_ring.h"
+#include "hostinfo.h"
 #include "log.h"
+#include "privs.h"
+#include "proc_synth.h"
 #include "pt_pmu.h"
+#include "symtab.h"
+#include "target.h"
+#include "vdso.h"
+
+/* Sideband ring per CPU: enough for a few thousand records between drains. */
+#define DATA_PAGES 256
+/* Sideband history per CPU: the newest records, whatever the length of the run. */
+#define HISTORY_BYTES (8u << 20)
+#define MAX_CPUS 1024
+#define FILTER_LEN 4096
+
+enum ev_tag {
+	TAG_CPU = 1,
+	TAG_HOOK,
+	TAG_TARGET,
+};
+
+struct pt_cpu {
+	int cpu;			/* CPU number */
+	int fd;				/* PT event, the group leader; -1 when closed */
+	int *gate_fds;			/* aux_pause members, one per gate; -1 when closed */
+	struct perf_event_mmap_page *pc; /* user page, then the data ring; NULL */
+	void *aux;			/* the AUX area, read-only; NULL */
+	uint64_t id;			/* PERF_EVENT_IOC_ID of the PT event */
+	uint64_t aux_stream;		/* AUX bytes of this CPU in earlier snapshots */
+	struct record_fifo *hist;	/* sideband drained so far */
+};
+
+struct backend {
+	const struct capture_opts *opts;
+	struct target *target;
+	struct pt_pmu *pmu;
+	uint64_t config[3];
+	struct perf_event_attr attr;	/* of every CPU's PT event */
+	char *filter;			/* PERF_EVENT_IOC_SET_FILTER string, NULL if none */
+	size_t page, data_size, aux_size;
+	int nr_cpus;
+	struct pt_cpu *cpus;
+	bool aux_pause;			/* the kernel accepts aux_pause members (probed) */
+	bool gated;			/* gate events are open: the in-kernel freeze is armed */
+	int nr_gates;
+	uint64_t *gate_tp;		/* tracepoint id of each gate */
+	int *anchor_fds;		/* one event per gate holding its program; -1 */
+	int epfd;
+	bool hooks_added;
+	bool enabled;
+	unsigned int snapshots;
+	uint64_t lost;			/* records the kernel reported lost */
+	char desc[320];
+};
+
+static long perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group)
+{
+	return syscall(SYS_perf_event_open, attr, pid, cpu, group, PERF_FLAG_FD_CLOEXEC);
+}
 
 static bool pt_usable(char *why, size_t why_size)
 {
 	return pt_pmu_usable(pt_sysfs_root(), why, why_size);
 }
 
-static int pt_open(const struct capture_opts *opts, struct target *t, struct backend **out)
+/* "0-3,5,7-8" -> CPU numbers. */
+static int online_cpus(int *cpus, int max)
+{
+	char buf[4096], *p, *end;
+	int n = 0;
+	FILE *f;
+
+	f = fopen("/sys/devices/system/cpu/online", "re");
+	if (!f)
+		return -errno;
+	if (!fgets(buf, sizeof(buf), f)) {
+		fclose(f);
+		return -EINVAL;
+	}
+	fclose(f);
+	for (p = buf; *p && *p != '\n';) {
+		long lo = strtol(p, &end, 10), hi = lo;
+
+		if (end == p)
+			return -EINVAL;
+		if (*end == '-')
+			hi = strtol(end + 1, &end, 10);
+		for (; lo <= hi && n < max; lo++)
+			cpus[n++] = lo;
+		p = *end == ',' ? end + 1 : end;
+	}
+	return n;
+}
+
+/* --filter BIN:SYM -> "filter 0xOFF/0xSIZE@/abs/bin", file offsets as the kernel wants. */
+static int build_filter(const struct capture_opts *opts, char **out)
+{
+	char *s, real[PATH_MAX];
+	size_t len = 0;
+	int i, err = 0;
+
+	*out = NULL;
+	if (!opts->nr_filters)
+		return 0;
+	s = calloc(1, FILTER_LEN);
+	if (!s)
+		return -ENOMEM;
+	for (i = 0; i < opts->nr_filters && !err; i++) {
+		char *bin = strdup(opts->filters[i]), *sym = bin ? strchr(bin, ':') : NULL;
+		struct symtab *st = NULL;
+		const struct sym *fn;
+		uint64_t off;
+
+		if (!sym) {
+			err = bin ? -EINVAL : -ENOMEM;
+			free(bin);
+			break;
+		}
+		*sym++ = '\0';
+		err = symtab__load(bin, &st);
+		if (err) {
+			elog("--filter %s: cannot read symbols of %s: %s\n", opts->filters[i], bin,
+			     strerror(-err));
+		} else if (!(fn = symtab__find_name(st, sym))) {
+			const char *near[3];
+			int n = symtab__suggest(st, sym, near, 3);
+
+			elog("--filter %s: no function '%s' in %s%s%s%s\n", opts->filters[i], sym,
+			     bin, n > 0 ? " (did you mean " : "", n > 0 ? near[0] : "",
+			     n > 0 ? "?)" : "");
+			err = -EINVAL;
+		} else if (!fn->size) {
+			elog("--filter %s: '%s' has no size in the symbol table\n",
+			     opts->filters[i], sym);
+			err = -EINVAL;
+		} else if ((err = symtab__addr_to_offset(st, fn->addr, &off))) {
+			elog("--filter %s: '%s' is in no loadable segment of %s\n",
+			     opts->filters[i], sym, bin);
+		} else if (!realpath(bin, real)) {
+			err = -errno;
+		} else {
+			len += snprintf(s + len, FILTER_LEN - len, "%sfilter 0x%llx/0x%llx@%s",
+					len ? "," : "", (unsigned long long)off,
+					(unsigned long long)fn->size, real);
+			if (len >= FILTER_LEN)
+				err = -E2BIG;
+		}
+		symtab__free(st);
+		free(bin);
+	}
+	if (err) {
+		free(s);
+		return err;
+	}
+	*out = s;
+	return 0;
+}
+
+/* One line saying why a PT event could not be opened on this CPU, and the fix. */
+static void open_error(const struct backend *b, int cpu, int err)
 {
 	char why[512];
 
-	if (!pt_usable(why, sizeof(why))) {
-		elog("--backend pt: %s\n", why);
-		return -ENODEV;
+	switch (-err) {
+	case EACCES:
+	case EPERM:
+		if (!privs_cpu_wide_perf(why, sizeof(why)) ||
+		    (b->opts->kernel && !privs_kernel_perf(why, sizeof(why))))
+			elog("--backend pt: cannot open intel_pt on CPU %d: %s\n", cpu, why);
+		else
+			elog("--backend pt: cannot open intel_pt on CPU %d: %s (fix: run as "
+			     "root)\n", cpu, strerror(-err));
+		break;
+	case EBUSY:
+		elog("--backend pt: intel_pt on CPU %d is in use by another tracer (fix: stop "
+		     "the other Intel PT user, e.g. perf record -e intel_pt//)\n", cpu);
+		break;
+	case EINVAL:
+		elog("--backend pt: the kernel refused intel_pt config 0x%llx on CPU %d: %s\n",
+		     (unsigned long long)b->config[0], cpu, strerror(-err));
+		break;
+	default:
+		elog("--backend pt: cannot open intel_pt on CPU %d: %s\n", cpu, strerror(-err));
+		break;
 	}
-	elog("--backend pt: capturing is not implemented yet\n");
-	return -EOPNOTSUPP;
 }
 
-static int pt_not_open(struct backend *b)
+static void cpu_close(struct backend *b, struct pt_cpu *c)
 {
-	return -EINVAL;
+	int i;
+
+	for (i = 0; c->gate_fds && i < b->nr_gates; i++) {
+		if (c->gate_fds[i] >= 0)
+			close(c->gate_fds[i]);
+		c->gate_fds[i] = -1;
+	}
+	if (c->aux)
+		munmap(c->aux, b->aux_size);
+	if (c->pc)
+		munmap(c->pc, b->page + b->data_size);
+	if (c->fd >= 0)
+		close(c->fd);
+	c->aux = NULL;
+	c->pc = NULL;
+	c->fd = -1;
 }
 
-static int pt_run(struct backend *b, const struct run_hooks *hooks)
+static int cpu_open(struct backend *b, struct pt_cpu *c, int index)
 {
-	return -EINVAL;
+	struct epoll_event ev = { .events = EPOLLIN };
+	void *p;
+	int err;
+
+	c->fd = perf_event_open(&b->attr, -1, c->cpu, -1);
+	if (c->fd < 0) {
+		err = -errno;
+		open_error(b, c->cpu, err);
+		return err;
+	}
+	p = mmap(NULL, b->page + b->data_size, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, 0);
+	if (p == MAP_FAILED) {
+		err = -errno;
+		elog("--backend pt: cannot map the data ring of CPU %d: %s%s\n", c->cpu,
+		     strerror(-err), err == -EPERM ? " (fix: ulimit -l unlimited, or run as "
+		     "root)" : "");
+		return err;
+	}
+	c->pc = p;
+	c->pc->aux_offset = b->page + b->data_size;
+	c->pc->aux_size = b->aux_size;
+	/* no PROT_WRITE: the kernel makes it an overwrite (snapshot) ring */
+	p = mmap(NULL, b->aux_size, PROT_READ, MAP_SHARED, c->fd, c->pc->aux_offset);
+	if (p == MAP_FAILED) {
+		err = -errno;
+		elog("--backend pt: cannot map a %zu KiB AUX area on CPU %d: %s (fix: a smaller "
+		     "--buffer-size%s)\n", b->aux_size >> 10, c->cpu, strerror(-err),
+		     err == -EPERM ? ", ulimit -l unlimited, or run as root" : "");
+		return err;
+	}
+	c->aux = p;
+	if (ioctl(c->fd, PERF_EVENT_IOC_ID, &c->id)) {
+		err = -errno;
+		elog("--backend pt: PERF_EVENT_IOC_ID on CPU %d: %s\n", c->cpu, strerror(-err));
+		return err;
+	}
+	if (b->filter && ioctl(c->fd, PERF_EVENT_IOC_SET_FILTER, b->filter)) {
+		err = -errno;
+		elog("--backend pt: the kernel refused the address filter '%s': %s\n", b->filter,
+		     strerror(-err));
+		return err;
+	}
+	ev.data.u64 = (uint64_t)TAG_CPU << 32 | (uint32_t)index;
+	if (epoll_ctl(b->epfd, EPOLL_CTL_ADD, c->fd, &ev)) {
+		err = -errno;
+		elog("--backend pt: epoll: %s\n", strerror(-err));
+		return err;
+	}
+	return 0;
 }
 
-static int pt_snapshot(struct backend *b, struct capture *cap)
+/*
+ * Whether this kernel accepts aux_pause members in a PT group: a software event with
+ * aux_pause joined to `leader` (perf_event_open() checks the flags and the leader's
+ * PERF_PMU_CAP_AUX_PAUSE; older kernels refuse the then-reserved bits with EINVAL).
+ */
+static bool probe_aux_pause(int leader, int cpu)
 {
-	return -EINVAL;
+	struct perf_event_attr a = {
+		.size = sizeof(a),
+		.type = PERF_TYPE_SOFTWARE,
+		.config = PERF_COUNT_SW_DUMMY,
+		.sample_period = 1,
+	};
+	int fd;
+
+	pt_attr_set_aux_action(&a, PT_AUX_PAUSE);
+	fd = perf_event_open(&a, -1, cpu, leader);
+	if (fd < 0) {
+		vlog("pt: no aux_pause members (%s): the loader will freeze PT\n", strerror(errno));
+		return false;
+	}
+	close(fd);
+	return true;
 }
 
-static const char *pt_describe(struct backend *b)
+/* This CPU's aux_pause members, one per gate. */
+static int cpu_open_gates(struct backend *b, struct pt_cpu *c)
 {
-	return "pt";
+	struct perf_event_attr a;
+	int i, err;
+
+	for (i = 0; i < b->nr_gates; i++) {
+		pt_attr_trigger(&a, b->gate_tp[i]);
+		c->gate_fds[i] = perf_event_open(&a, -1, c->cpu, c->fd);
+		if (c->gate_fds[i] < 0) {
+			err = -errno;
+			elog("--backend pt: cannot add the trigger to CPU %d's PT group: %s\n",
+			     c->cpu, strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}
+
+static int open_all(struct backend *b)
+{
+	int i, err;
+
+	for (i = 0; i < b->nr_cpus; i++) {
+		err = cpu_open(b, &b->cpus[i], i);
+		if (err)
+			return err;
+		if (b->gated) {
+			err = cpu_open_gates(b, &b->cpus[i]);
+			if (err)
+				return err;
+		}
+	}
+	return 0;
+}
+
+static void describe(struct backend *b)
+{
+	snprintf(b->desc, sizeof(b->desc), "pt: %d CPUs, %zu KiB AUX ring each, config 0x%llx%s, "
+		 "freeze %s", b->nr_cpus, b->aux_size >> 10, (unsigned long long)b->config[0],
+		 b->filter ? ", address filter" : "", b->gated ? "in the kernel (aux_pause at the "
+		 "trigger, then PERF_EVENT_IOC_DISABLE)" : "from user space "
+		 "(PERF_EVENT_IOC_DISABLE when the trigger's record arrives)");
 }
 
 static void pt_close(struct backend *b)
 {
+	int i;
+
+	if (!b)
+		return;
+	for (i = 0; b->cpus && i < b->nr_cpus; i++) {
+		cpu_close(b, &b->cpus[i]);
+		free(b->cpus[i].gate_fds);
+		record_fifo__free(b->cpus[i].hist);
+	}
+	for (i = 0; b->anchor_fds && i < b->nr_gates; i++)
+		if (b->anchor_fds[i] >= 0)
+			close(b->anchor_fds[i]);
+	if (b->epfd >= 0)
+		close(b->epfd);
+	free(b->anchor_fds);
+	free(b->gate_tp);
+	free(b->cpus);
+	free(b->filter);
+	pt_pmu__free(b->pmu);
+	free(b);
+}
+
+static int pt_open(const struct capture_opts *opts, struct target *t, struct backend **out)
+{
+	struct pt_request req;
+	struct backend *b;
+	int cpus[MAX_CPUS];
+	char err_line[512];
+	int i, n, err;
+
+	if (!opts || !out)
+		return -EINVAL;
+	*out = NULL;
+	if (!pt_usable(err_line, sizeof(err_line))) {
+		elog("--backend pt: %s\n", err_line);
+		return -ENODEV;
+	}
+	if (opts->kernel && !privs_kernel_perf(err_line, sizeof(err_line))) {
+		elog("--kernel: %s\n", err_line);
+		return -ENODEV;
+	}
+	if (opts->kernel && access("/proc/kcore", R_OK)) {
+		elog("--kernel: /proc/kcore: %s (kernel decoding needs a kernel with "
+		     "CONFIG_PROC_KCORE=y, read as root; see ptbpf doctor)\n", strerror(errno));
+		return -ENODEV;
+	}
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->opts = opts;
+	b->target = t;
+	b->epfd = -1;
+	b->page = sysconf(_SC_PAGESIZE);
+	b->data_size = DATA_PAGES * b->page;
+	b->aux_size = opts->buffer_size ? opts->buffer_size : 4u << 20;
+	if (b->aux_size < b->page || (b->aux_size & (b->aux_size - 1))) {
+		elog("--buffer-size %zu: a power of two of at least %zu bytes\n", b->aux_size,
+		     b->page);
+		err = -EINVAL;
+		goto cleanup;
+	}
+
+	err = pt_pmu__new(pt_sysfs_root(), &b->pmu);
+	if (err)
+		goto cleanup;
+	pt_request_from_opts(opts, &req);
+	err = pt_pmu__config(b->pmu, &req, b->config, err_line, sizeof(err_line));
+	if (err) {
+		elog("%s\n", err_line);
+		goto cleanup;
+	}
+	err = build_filter(opts, &b->filter);
+	if (err)
+		goto cleanup;
+	pt_attr_pt(&b->attr, pt_pmu__type(b->pmu), b->config, opts->kernel);
+	/* wake the loader when the sideband ring is half full, not at every record */
+	b->attr.watermark = 1;
+	b->attr.wakeup_watermark = b->data_size / 2;
+
+	n = online_cpus(cpus, MAX_CPUS);
+	if (n <= 0) {
+		err = n ? n : -ENOENT;
+		elog("--backend pt: cannot read /sys/devices/system/cpu/online: %s\n",
+		     strerror(-err));
+		goto cleanup;
+	}
+	b->cpus = calloc(n, sizeof(*b->cpus));
+	b->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (!b->cpus || b->epfd < 0) {
+		err = b->cpus ? -errno : -ENOMEM;
+		goto cleanup;
+	}
+	b->nr_cpus = n;
+	for (i = 0; i < n; i++) {
+		b->cpus[i].cpu = cpus[i];
+		b->cpus[i].fd = -1;
+		b->cpus[i].hist = record_fifo__new(HISTORY_BYTES);
+		if (!b->cpus[i].hist) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+	}
+	err = open_all(b);
+	if (err)
+		goto cleanup;
+	b->aux_pause = probe_aux_pause(b->cpus[0].fd, b->cpus[0].cpu);
+	describe(b);
+	vlog("%s\n", b->desc);
+	*out = b;
+	return 0;
+
+cleanup:
+	pt_close(b);
+	return err;
+}
+
+static enum trigger_attach_mode pt_trigger_mode(struct backend *b)
+{
+	return b && b->aux_pause && b->opts->nr_triggers ? TRIGGER_ATTACH_GATE :
+							    TRIGGER_ATTACH_LINKS;
+}
+
+static int pt_attach_gates(struct backend *b, struct triggers *t)
+{
+	struct perf_event_attr a;
+	struct trigger_gate g;
+	int i, n, err;
+
+	if (!b || !t)
+		return -EINVAL;
+	n = triggers__nr_gates(t);
+	if (n <= 0)
+		return n;
+	b->gate_tp = calloc(n, sizeof(*b->gate_tp));
+	b->anchor_fds = malloc(n * sizeof(*b->anchor_fds));
+	if (!b->gate_tp || !b->anchor_fds)
+		return -ENOMEM;
+	b->nr_gates = n;
+	for (i = 0; i < n; i++)
+		b->anchor_fds[i] = -1;
+	for (i = 0; i < b->nr_cpus; i++) {
+		int j;
+
+		b->cpus[i].gate_fds = malloc(n * sizeof(int));
+		if (!b->cpus[i].gate_fds)
+			return -ENOMEM;
+		for (j = 0; j < n; j++)
+			b->cpus[i].gate_fds[j] = -1;
+	}
+	for (i = 0; i < n; i++) {
+		err = triggers__gate(t, i, &g);
+		if (err)
+			return err;
+		b->gate_tp[i] = g.tp_id;
+		/*
+		 * The program belongs to the tracepoint, not to one perf event (§3.5): attach
+		 * it once, through an event outside the PT groups, so that the groups can be
+		 * closed and reopened at each resume without detaching it.
+		 */
+		pt_attr_trigger(&a, g.tp_id);
+		pt_attr_set_aux_action(&a, 0);
+		b->anchor_fds[i] = perf_event_open(&a, -1, b->cpus[0].cpu, -1);
+		if (b->anchor_fds[i] < 0) {
+			err = -errno;
+			elog("--backend pt: cannot open %s as a perf event: %s\n", g.name,
+			     strerror(-err));
+			return err;
+		}
+		err = triggers__attach_gate(t, i, b->anchor_fds[i]);
+		if (err)
+			return err;
+	}
+	for (i = 0; i < b->nr_cpus; i++) {
+		err = cpu_open_gates(b, &b->cpus[i]);
+		if (err)
+			return err;
+	}
+	b->gated = true;
+	describe(b);
+	vlog("%s\n", b->desc);
+	return 0;
+}
+
+static int pt_start(struct backend *b)
+{
+	int i, err;
+
+	if (!b)
+		return -EINVAL;
+	for (i = 0; i < b->nr_cpus; i++) {
+		if (ioctl(b->cpus[i].fd, PERF_EVENT_IOC_ENABLE, 0)) {
+			err = -errno;
+			elog("--backend pt: cannot enable intel_pt on CPU %d: %s\n",
+			     b->cpus[i].cpu, strerror(-err));
+			return err;
+		}
+	}
+	b->enabled = true;
+	return 0;
+}
+
+static int drain_cpu(struct backend *b, struct pt_cpu *c)
+{
+	int n;
+
+	if (!c->pc)
+		return 0;
+	n = data_ring_drain(c->pc, (uint8_t *)c->pc + b->page, b->data_size,
+			    record_fifo__push_cb, c->hist);
+	if (n == -EINVAL)
+		elog("pt: the sideband ring of CPU %d held a malformed record; skipped\n", c->cpu);
+	return n < 0 ? n : 0;
+}
+
+static int add_hook_fds(struct backend *b, const struct run_hooks *hooks)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int i;
+
+	if (b->hooks_added)
+		return 0;
+	for (i = 0; hooks && i < hooks->nr_fds; i++) {
+		ev.data.u64 = (uint64_t)TAG_HOOK << 32 | (uint32_t)hooks->fds[i];
+		if (epoll_ctl(b->epfd, EPOLL_CTL_ADD, hooks->fds[i], &ev) && errno != EEXIST)
+			return -errno;
+	}
+	if (b->target && b->target->pidfd >= 0) {
+		ev.data.u64 = (uint64_t)TAG_TARGET << 32;
+		/* EEXIST: the hooks watch it already; check() gets it below */
+		if (epoll_ctl(b->epfd, EPOLL_CTL_ADD, b->target->pidfd, &ev) && errno != EEXIST)
+			return -errno;
+	}
+	b->hooks_added = true;
+	return 0;
+}
+
+static bool target_gone(const struct backend *b)
+{
+	return b->target && b->target->pid > 0 && kill(b->target->pid, 0) && errno == ESRCH;
+}
+
+static int pt_run(struct backend *b, const struct run_hooks *hooks)
+{
+	struct epoll_event evs[16];
+	bool has_pidfd;
+	int i, n, ret, err;
+
+	if (!b || !hooks)
+		return -EINVAL;
+	err = add_hook_fds(b, hooks);
+	if (err)
+		return err;
+	has_pidfd = b->target && b->target->pidfd >= 0;
+	for (;;) {
+		n = epoll_wait(b->epfd, evs, 16, has_pidfd ? -1 : 200);
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		if (n <= 0) {
+			/* a signal, or the poll for a target without a pidfd */
+			ret = hooks->check ? hooks->check(hooks->ctx) : 0;
+			if (ret)
+				return ret > 0 ? RUN_STOPPED : ret;
+			if (!has_pidfd && target_gone(b))
+				return RUN_TARGET_EXITED;
+			continue;
+		}
+		for (i = 0; i < n; i++) {
+			uint32_t tag = evs[i].data.u64 >> 32, idx = (uint32_t)evs[i].data.u64;
+
+			switch (tag) {
+			case TAG_CPU:
+				err = drain_cpu(b, &b->cpus[idx]);
+				if (err && err != -EINVAL)
+					return err;
+				break;
+			case TAG_HOOK:
+				ret = hooks->check ? hooks->check(hooks->ctx) : 0;
+				if (ret)
+					return ret > 0 ? RUN_STOPPED : ret;
+				/* the target's pidfd among the hooks, and check() let it pass */
+				if (b->target && (int)idx == b->target->pidfd)
+					return RUN_TARGET_EXITED;
+				break;
+			case TAG_TARGET:
+				return RUN_TARGET_EXITED;
+			}
+		}
+	}
+}
+
+static int pt_freeze(struct backend *b)
+{
+	int i, err = 0;
+
+	if (!b)
+		return -EINVAL;
+	/*
+	 * Disabling the leader stops PT with an update: aux_head is published and an AUX
+	 * record goes to the data ring. The CPU a gate paused has written nothing since.
+	 */
+	for (i = 0; i < b->nr_cpus; i++) {
+		if (b->cpus[i].fd >= 0 && ioctl(b->cpus[i].fd, PERF_EVENT_IOC_DISABLE, 0) && !err)
+			err = -errno;
+	}
+	b->enabled = false;
+	for (i = 0; i < b->nr_cpus; i++)
+		drain_cpu(b, &b->cpus[i]);
+	if (err)
+		elog("--backend pt: cannot disable intel_pt: %s\n", strerror(-err));
+	return err;
+}
+
+/* Sideband of every CPU, merged in time order for the capture. */
+struct sb_item {
+	uint64_t time;
+	uint32_t seq;
+	const struct perf_event_header *raw;
+};
+
+struct sb_list {
+	struct sb_item *items;
+	size_t n, cap;
+};
+
+static int collect(void *ctx, const struct perf_event_header *h)
+{
+	struct sb_list *l = ctx;
+	struct pd_record r;
+
+	if (pd_record_parse(h, h->size, PT_SAMPLE_TYPE, true, &r))
+		return 0;	/* samples and types ptbpf does not keep */
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 4096;
+		void *p = realloc(l->items, cap * sizeof(*l->items));
+
+		if (!p)
+			return -ENOMEM;
+		l->items = p;
+		l->cap = cap;
+	}
+	l->items[l->n] = (struct sb_item){ .time = r.sample.time, .seq = l->n, .raw = h };
+	l->n++;
+	return 0;
+}
+
+static int by_time(const void *a, const void *b)
+{
+	const struct sb_item *x = a, *y = b;
+
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int add_sideband(struct backend *b, struct capture *cap)
+{
+	struct sb_list l = {};
+	struct pd_record r;
+	size_t i;
+	int c, err = 0;
+
+	for (c = 0; c < b->nr_cpus && !err; c++) {
+		uint64_t dropped = record_fifo__dropped(b->cpus[c].hist);
+		int n = record_fifo__for_each(b->cpus[c].hist, collect, &l);
+
+		if (n < 0)
+			err = n;
+		if (dropped)
+			vlog("pt: CPU %d: %llu old sideband records dropped from the history\n",
+			     b->cpus[c].cpu, (unsigned long long)dropped);
+	}
+	if (!err)
+		qsort(l.items, l.n, sizeof(*l.items), by_time);
+	for (i = 0; i < l.n && !err; i++) {
+		pd_record_parse(l.items[i].raw, l.items[i].raw->size, PT_SAMPLE_TYPE, true, &r);
+		if (r.type == PERF_RECORD_LOST)
+			b->lost += r.lost.lost;
+		err = capture__add_record(cap, &r);
+	}
+	free(l.items);
+	if (b->lost)
+		elog("pt: the kernel lost %llu sideband records (rings full); threads or mappings "
+		     "may be missing from the decode\n", (unsigned long long)b->lost);
+	return err;
+}
+
+static int add_aux(struct backend *b, struct capture *cap)
+{
+	uint8_t *buf;
+	int i, err = 0;
+
+	buf = malloc(b->aux_size);
+	if (!buf)
+		return -ENOMEM;
+	for (i = 0; i < b->nr_cpus && !err; i++) {
+		struct pt_cpu *c = &b->cpus[i];
+		struct pd_auxtrace a = {
+			.idx = i,
+			.tid = (uint32_t)-1,
+			.cpu = c->cpu,
+			/* perf stores a TSC value; it must not be 0 */
+			.reference = __builtin_ia32_rdtsc() | 1,
+		};
+		bool wrapped;
+		uint64_t head;
+
+		a.size = aux_ring_snapshot(c->pc, c->aux, false, buf, &wrapped, &head);
+		a.offset = c->aux_stream;
+		dlog("pt: CPU %d: head %llu, %s, %llu bytes\n", c->cpu, (unsigned long long)head,
+		     wrapped ? "wrapped" : "not wrapped", (unsigned long long)a.size);
+		if (!a.size)
+			continue;
+		err = capture__add_aux(cap, &a, buf);
+		c->aux_stream += a.size;
+	}
+	free(buf);
+	return err;
+}
+
+static int pt_snapshot(struct backend *b, struct capture *cap)
+{
+	struct pd_sample_id tmpl = {};
+	struct pd_record tc;
+	uint64_t *ids;
+	uint8_t *vdso = NULL;
+	size_t vdso_size = 0;
+	int i, err;
+
+	if (!b || !cap)
+		return -EINVAL;
+	if (b->enabled) {
+		err = pt_freeze(b);
+		if (err)
+			return err;
+	}
+	err = hostinfo_fill(cap);
+	if (err)
+		return err;
+	ids = calloc(b->nr_cpus, sizeof(*ids));
+	if (!ids)
+		return -ENOMEM;
+	for (i = 0; i < b->nr_cpus; i++)
+		ids[i] = b->cpus[i].id;
+	err = capture__add_attr(cap, &b->attr, ids, b->nr_cpus,
+				b->opts->kernel ? "intel_pt//" : "intel_pt//u");
+	free(ids);
+	if (!err)
+		err = capture__add_pmu(cap, pt_pmu__type(b->pmu), "intel_pt");
+	if (err)
+		return err;
+
+	pt_pmu__fill_info(b->pmu, &cap->pt);
+	if (!data_ring_time_conv(b->cpus[0].pc, &tc)) {
+		cap->pt.time_shift = tc.time_conv.time_shift;
+		cap->pt.time_mult = tc.time_conv.time_mult;
+		cap->pt.time_zero = tc.time_conv.time_zero;
+		cap->pt.cap_user_time_zero = 1;
+		err = capture__add_record(cap, &tc);
+		if (err)
+			return err;
+	} else {
+		elog("pt: this kernel gives no TSC conversion (cap_user_time_zero): the trace "
+		     "will have no time\n");
+	}
+	if (b->filter) {
+		cap->pt.filter = capture__strdup(cap, b->filter);
+		if (!cap->pt.filter)
+			return -ENOMEM;
+	}
+
+	/* what the target had mapped before the rings were opened, at time 0 */
+	if (b->target && b->target->pid > 0) {
+		tmpl.cpu = b->cpus[0].cpu;
+		tmpl.id = b->cpus[0].id;
+		tmpl.valid = PT_SAMPLE_TYPE;
+		err = proc_synth_process(cap, b->target->pid, &tmpl);
+		if (err < 0 && err != -ESRCH)
+			return err;
+	}
+	err = add_sideband(b, cap);
+	if (err)
+		return err;
+	err = add_aux(b, cap);
+	if (err)
+		return err;
+	if (!vdso_read(&vdso, &vdso_size)) {
+		err = capture__set_vdso(cap, vdso, vdso_size);
+		free(vdso);
+		if (err)
+			return err;
+	}
+	for (i = 0; i < b->nr_cpus; i++)
+		record_fifo__clear(b->cpus[i].hist);
+	b->snapshots++;
+	return 0;
+}
+
+static int pt_resume(struct backend *b)
+{
+	int i, err;
+
+	if (!b)
+		return -EINVAL;
+	/* see the top of this file: a fresh group is not paused, and its ring is zeroed */
+	for (i = 0; i < b->nr_cpus; i++)
+		cpu_close(b, &b->cpus[i]);
+	err = open_all(b);
+	if (err)
+		return err;
+	return pt_start(b);
+}
+
+static const char *pt_describe(struct backend *b)
+{
+	return b ? b->desc : "pt";
 }
 
 const struct backend_ops pt_backend_ops = {
 	.name = "pt",
 	.usable = pt_usable,
 	.open = pt_open,
-	.start = pt_not_open,
+	.trigger_mode = pt_trigger_mode,
+	.attach_gates = pt_attach_gates,
+	.start = pt_start,
 	.run = pt_run,
-	.freeze = pt_not_open,
+	.freeze = pt_freeze,
 	.snapshot = pt_snapshot,
-	.resume = pt_not_open,
+	.resume = pt_resume,
 	.describe = pt_describe,
 	.close = pt_close,
 };
