@@ -379,6 +379,9 @@ static __always_inline int runq_switch(__u32 next_tid, __u32 next_tgid, __u32 pr
 	__u64 *tsp, now;
 	__u32 i = runq_index & (MAX_TRIGGERS - 1);
 
+	/* Most switches on a host are other processes': no map lookup for them. */
+	if (next_tgid && !in_scope(next_tgid))
+		return 0;
 	tsp = bpf_map_lookup_elem(&runq_start, &next_tid);
 	if (!tsp)
 		return 0;
