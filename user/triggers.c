@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -944,12 +945,43 @@ static int add_kprobe_gate(struct triggers *t, int i)
 	return err;
 }
 
+/*
+ * Probes of a ptbpf that was killed (SIGKILL cannot be cleaned up after) stay in tracefs:
+ * remove those of groups ptbpf_<pid> whose process is gone, if no perf event holds them.
+ */
+static void remove_stale_probes(struct triggers *t, const char *file)
+{
+	char path[64], line[512], del[160];
+	FILE *f;
+	int pid;
+
+	snprintf(path, sizeof(path), "%s/%s", t->tracefs, file);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char name[128];
+
+		if (sscanf(line, "%*c:ptbpf_%d/%127s", &pid, name) != 2 || pid <= 0 ||
+		    !kill(pid, 0) || errno != ESRCH)
+			continue;
+		snprintf(del, sizeof(del), "-:ptbpf_%d/%s\n", pid, name);
+		if (!tracefs_write(t, file, del))
+			dlog("removed stale tracefs probe ptbpf_%d/%s\n", pid, name);
+	}
+	fclose(f);
+}
+
 static int make_gates(struct triggers *t)
 {
 	bool syscall_gate = false;
 	int i, err = 0;
 
 	err = find_tracefs(t);
+	if (!err) {
+		remove_stale_probes(t, "uprobe_events");
+		remove_stale_probes(t, "kprobe_events");
+	}
 	for (i = 0; i < t->nr && !err; i++) {
 		switch (t->trig[i].kind) {
 		case TRIGGER_UPROBE:

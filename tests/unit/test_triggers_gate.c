@@ -199,14 +199,31 @@ static void skip_unless_possible(void)
 	}
 }
 
-/* --uprobe with --nth 51: the program returns 0 for 50 hits, then 1 for 50. */
+/*
+ * --uprobe with --nth 51: the program returns 0 for 50 hits, then 1 for 50. A probe left
+ * by a ptbpf that was killed (its pid is gone) is cleaned up on the way.
+ */
 static void test_gate_uprobe(void **state)
 {
-	char spec[4200];
+	char spec[4200], stale[4300], name[64];
+	pid_t dead;
+	FILE *f;
 
 	skip_unless_possible();
+	dead = fork();
+	if (!dead)
+		_exit(0);
+	waitpid(dead, NULL, 0);
+	snprintf(name, sizeof(name), "ptbpf_%d/", dead);
+	snprintf(stale, sizeof(stale), "p:%su0 %s:0x%x\n", name, slow_target(), 0x1000);
+	f = fopen("/sys/kernel/tracing/uprobe_events", "ae");
+	if (f) {
+		fputs(stale, f);
+		fclose(f);
+	}
 	snprintf(spec, sizeof(spec), "%s:slow_path", slow_target());
 	run_gate(spec, 51, 0, 50);
+	assert_false(tracefs_has(name));
 }
 
 /* --latency-over 1ms: the uretprobe gate passes the 5 slow calls only (or a preempted one). */
