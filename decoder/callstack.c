@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "array.h"
 #include "callstack.h"
@@ -40,7 +41,7 @@
 /* Frames kept on the internal stack; deeper calls are only counted (runaway recursion). */
 #define CS_STACK_LIMIT (1u << 16)
 /* Entries of the (pid, address) -> symbol cache, a power of two. */
-#define CS_CACHE_SIZE (1u << 14)
+#define CS_CACHE_SIZE (1u << 13)
 /* The longest x86 instruction: a return lands at most this far after its call. */
 #define X86_MAX_INSN 15
 
@@ -120,13 +121,20 @@ struct cs_instant {
 	struct fxt_arg args[FXT_MAX_ARGS];	/* names and string values are owned copies */
 };
 
-/* (pid, address) -> symbol, direct mapped. */
+/* (pid, address) -> symbol, direct mapped; 24 bytes so that the cache stays small. */
 struct cs_cache_ent {
-	uint64_t addr;		/* key */
+	uint64_t addr;		/* key; UINT64_MAX for an empty entry */
+	uint64_t start;		/* function start; 0 unknown */
 	uint32_t pid;		/* key */
-	bool valid;
+	uint32_t name;		/* writer string id of the display name; CACHE_KNOWN set when
+				 * the symbolizer knew the address */
+};
+#define CACHE_KNOWN 0x80000000u
+
+/* What sym_lookup() says about an address. */
+struct cs_sym {
+	uint32_t name;		/* writer string id: symbol name, or "[unknown @ 0xADDR]" */
 	bool known;		/* the symbolizer knew the address */
-	uint32_t name;		/* writer string id of the display name */
 	uint64_t start;		/* function start; 0 unknown */
 };
 
@@ -218,46 +226,70 @@ static int name_id(struct callstack *cs, const char *ptr, uint32_t *id)
 	return 0;
 }
 
-/* What is known of `addr`: display name, function start (0 unknown), whether known. */
-static int sym_lookup(struct callstack *cs, uint32_t pid, uint64_t addr,
-		      const struct cs_cache_ent **out)
+/* The symbolizer's answer for `addr`, put in cache entry e. */
+static int sym_resolve(struct callstack *cs, uint32_t pid, uint64_t addr,
+		       struct cs_cache_ent *e)
 {
-	struct cs_cache_ent *e = &cs->cache[mix(addr, pid) & (CS_CACHE_SIZE - 1)];
 	struct cs_symbol sym = { 0 };
+	uint32_t name;
 	char buf[48];
 	int err;
 
-	*out = e;
-	if (e->valid && e->addr == addr && e->pid == pid)
-		return 0;
-	e->valid = false;
 	if (cs->symbolize && !cs->symbolize(cs->ctx, pid, addr, &sym) && sym.name) {
-		err = name_id(cs, sym.name, &e->name);
-		e->known = true;
-		e->start = sym.start;
+		err = name_id(cs, sym.name, &name);
+		name |= CACHE_KNOWN;
 	} else {
 		snprintf(buf, sizeof(buf), "[unknown @ 0x%" PRIx64 "]", addr);
-		err = fxt_intern(cs->w, buf, &e->name);
-		e->known = false;
-		e->start = 0;
+		err = fxt_intern(cs->w, buf, &name);
+		sym.start = 0;
 	}
 	if (err)
 		return err;
 	e->addr = addr;
 	e->pid = pid;
-	e->valid = true;
+	e->name = name;
+	e->start = sym.start;
+	return 0;
+}
+
+/*
+ * What is known of `addr`, through the cache: two ways per set, the newer entry first,
+ * so that two hot addresses that hash alike do not evict each other.
+ */
+static inline int sym_lookup(struct callstack *cs, uint32_t pid, uint64_t addr,
+			     struct cs_sym *out)
+{
+	struct cs_cache_ent *e = &cs->cache[mix(addr, pid) & (CS_CACHE_SIZE - 2)], tmp;
+	int err;
+
+	if (addr == UINT64_MAX) {	/* the empty key: never cached */
+		e = &tmp;
+		err = sym_resolve(cs, pid, addr, e);
+		if (err)
+			return err;
+	} else if (!(e[0].addr == addr && e[0].pid == pid)) {
+		if (e[1].addr == addr && e[1].pid == pid) {
+			e = &e[1];
+		} else {
+			e[1] = e[0];
+			err = sym_resolve(cs, pid, addr, e);
+			if (err)
+				return err;
+		}
+	}
+	out->name = e->name & ~CACHE_KNOWN;
+	out->known = e->name & CACHE_KNOWN;
+	out->start = e->start;
 	return 0;
 }
 
 /* ---- threads ------------------------------------------------------------------------ */
 
-static struct cs_thread *thread_get(struct callstack *cs, uint32_t pid, uint32_t tid)
+static struct cs_thread *thread_find(struct callstack *cs, uint32_t pid, uint32_t tid)
 {
-	struct cs_thread *th = cs->last_th, **b;
+	struct cs_thread *th, **b;
 	int err;
 
-	if (th && th->pid == pid && th->tid == tid)
-		return th;
 	b = &cs->thash[mix(pid, tid) & cs->thmask];
 	for (th = *b; th; th = th->hnext)
 		if (th->pid == pid && th->tid == tid)
@@ -281,8 +313,17 @@ static struct cs_thread *thread_get(struct callstack *cs, uint32_t pid, uint32_t
 	return cs->last_th = th;
 }
 
+static inline struct cs_thread *thread_get(struct callstack *cs, uint32_t pid, uint32_t tid)
+{
+	struct cs_thread *th = cs->last_th;
+
+	if (th && th->pid == pid && th->tid == tid)
+		return th;
+	return thread_find(cs, pid, tid);
+}
+
 /* Per-thread monotonic time: a timestamp before the thread's latest is raised to it. */
-static uint64_t clamp_time(struct callstack *cs, struct cs_thread *th, uint64_t t)
+static inline uint64_t clamp_time(struct callstack *cs, struct cs_thread *th, uint64_t t)
 {
 	if (t < th->last) {
 		cs->st.clamps++;
@@ -381,6 +422,8 @@ static int write_held(struct callstack *cs, struct cs_thread *th)
 	uint32_t m = th->npre, i, j = 0, k;
 	int err = 0;
 
+	if (th->nlog + m > cs->st.max_held)
+		cs->st.max_held = th->nlog + m;
 	for (i = m; i-- > 0 && !err;)
 		err = write_slot(cs, th, &th->pre[i].s, m - 1 - i);
 	for (k = 0; k < th->nlog && !err; k++) {
@@ -415,6 +458,27 @@ static int write_early(struct callstack *cs, struct cs_thread *th)
 	return write_held(cs, th);
 }
 
+/*
+ * The log grows as an epoch goes on and keeps its memory for the next epochs. Its new
+ * pages are populated in one call: faulting them in one by one costs a lot in a VM.
+ */
+static int log_grow(struct cs_thread *th)
+{
+	const uintptr_t page = 4096;
+	uint32_t old = th->caplog;
+	uintptr_t from, to;
+	int err;
+
+	err = array_grow((void **)&th->log, &th->caplog, th->nlog + 1, sizeof(*th->log));
+	if (err)
+		return err;
+	from = ((uintptr_t)(th->log + old) + page - 1) & ~(page - 1);
+	to = (uintptr_t)(th->log + th->caplog) & ~(page - 1);
+	if (to > from + 64 * page)
+		madvise((void *)from, to - from, MADV_POPULATE_WRITE);	/* a hint */
+	return 0;
+}
+
 static int log_append(struct callstack *cs, struct cs_thread *th, struct cs_slot s,
 		      uint32_t *index)
 {
@@ -425,14 +489,14 @@ static int log_append(struct callstack *cs, struct cs_thread *th, struct cs_slot
 		if (err)
 			return err;
 	}
-	err = array_grow((void **)&th->log, &th->caplog, th->nlog + 1, sizeof(*th->log));
-	if (err)
-		return fail(cs, err);
+	if (th->nlog == th->caplog) {
+		err = log_grow(th);
+		if (err)
+			return fail(cs, err);
+	}
 	if (index)
 		*index = th->nlog;
 	th->log[th->nlog++] = s;
-	if (th->nlog + th->npre > cs->st.max_held)
-		cs->st.max_held = th->nlog + th->npre;
 	return 0;
 }
 
@@ -455,9 +519,11 @@ static int push(struct callstack *cs, struct cs_thread *th, enum frame_kind kind
 		cs->st.depth_capped++;
 		return 0;
 	}
-	err = array_grow((void **)&th->st, &th->capst, th->depth + 1, sizeof(*th->st));
-	if (err)
-		return fail(cs, err);
+	if (th->depth == th->capst) {
+		err = array_grow((void **)&th->st, &th->capst, th->depth + 1, sizeof(*th->st));
+		if (err)
+			return fail(cs, err);
+	}
 	note_inner(th, t);
 	f = &th->st[th->depth];
 	f->site = site;
@@ -554,7 +620,7 @@ static int pop_to(struct callstack *cs, struct cs_thread *th, uint32_t depth, ui
 /* Starts an epoch at `t` in the function containing `ip`. */
 static int epoch_begin(struct callstack *cs, struct cs_thread *th, uint64_t ip, uint64_t t)
 {
-	const struct cs_cache_ent *e;
+	struct cs_sym e;
 	int err;
 
 	err = sym_lookup(cs, th->pid, ip, &e);
@@ -566,7 +632,7 @@ static int epoch_begin(struct callstack *cs, struct cs_thread *th, uint64_t ip, 
 	th->depth = 0;
 	th->untracked = 0;
 	th->nlog = th->npre = 0;
-	return push_root(cs, th, e->start, e->known ? e->name : cs->id_unknown, t);
+	return push_root(cs, th, e.start, e.known ? e.name : cs->id_unknown, t);
 }
 
 /* Ends the epoch at `t`: every frame closes, everything held is written. */
@@ -585,7 +651,7 @@ static int epoch_end(struct callstack *cs, struct cs_thread *th, uint64_t t)
 }
 
 /* Common prologue of flow events: the thread, its clamped time, a live epoch, no open gap. */
-static struct cs_thread *enter(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t ip,
+static inline struct cs_thread *enter(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t ip,
 			       uint64_t *t)
 {
 	struct cs_thread *th;
@@ -616,7 +682,7 @@ static bool returns_to(uint64_t site, uint64_t to)
 int callstack__call(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t from, uint64_t to,
 		    uint64_t t)
 {
-	const struct cs_cache_ent *e;
+	struct cs_sym e;
 	struct cs_thread *th;
 	int err;
 
@@ -629,13 +695,13 @@ int callstack__call(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t f
 	err = sym_lookup(cs, pid, to, &e);
 	if (err)
 		return fail(cs, err);
-	return push(cs, th, FRAME_CALL, from, e->start ? e->start : to, e->name, t);
+	return push(cs, th, FRAME_CALL, from, e.start ? e.start : to, e.name, t);
 }
 
 int callstack__return(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t from,
 		      uint64_t to, uint64_t t)
 {
-	const struct cs_cache_ent *e;
+	struct cs_sym e;
 	struct cs_thread *th;
 	uint32_t i;
 	int err;
@@ -663,8 +729,8 @@ int callstack__return(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t
 	if (err)
 		return fail(cs, err);
 	/* landing inside a deeper frame's function: an unwinder's landing pad */
-	for (i = th->depth - 1; e->start && i-- > 0;) {
-		if (th->st[i].func == e->start) {
+	for (i = th->depth - 1; e.start && i-- > 0;) {
+		if (th->st[i].func == e.start) {
 			cs->st.unwinds++;
 			return pop_to(cs, th, i + 1, t);
 		}
@@ -675,14 +741,14 @@ int callstack__return(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t
 		cs->st.late_parents++;
 	err = pop_to(cs, th, 0, t);
 	if (!err)
-		err = push_root(cs, th, e->start, e->known ? e->name : cs->id_unknown, t);
+		err = push_root(cs, th, e.start, e.known ? e.name : cs->id_unknown, t);
 	return fail(cs, err);
 }
 
 int callstack__jump(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t from, uint64_t to,
 		    uint64_t t)
 {
-	const struct cs_cache_ent *e;
+	struct cs_sym e;
 	struct cs_thread *th;
 	struct cs_frame *top;
 	enum frame_kind kind;
@@ -701,7 +767,7 @@ int callstack__jump(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t f
 	err = sym_lookup(cs, pid, to, &e);
 	if (err)
 		return fail(cs, err);
-	if (e->start == to) {
+	if (e.start == to) {
 		/* a function's entry: a tail call, even into a function deeper on the stack */
 		cs->st.tail_calls++;
 	} else {
@@ -712,8 +778,8 @@ int callstack__jump(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t f
 				return pop_to(cs, th, i, t);
 			}
 		}
-		for (i = th->depth - 1; e->start && i-- > 0;) {
-			if (th->st[i].func == e->start) {
+		for (i = th->depth - 1; e.start && i-- > 0;) {
+			if (th->st[i].func == e.start) {
 				cs->st.unwinds++;
 				return pop_to(cs, th, i + 1, t);
 			}
@@ -725,7 +791,7 @@ int callstack__jump(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t f
 	kind = top->kind;
 	err = pop(cs, th, t);
 	if (!err)
-		err = push(cs, th, kind, site, e->start ? e->start : to, e->name, t);
+		err = push(cs, th, kind, site, e.start ? e.start : to, e.name, t);
 	return fail(cs, err);
 }
 
@@ -769,7 +835,7 @@ int callstack__stop(struct callstack *cs, uint32_t pid, uint32_t tid, enum cs_st
 
 int callstack__start(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t ip, uint64_t t)
 {
-	const struct cs_cache_ent *e;
+	struct cs_sym e;
 	struct cs_thread *th;
 	uint32_t i;
 	int err;
@@ -783,10 +849,10 @@ int callstack__start(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t 
 	err = sym_lookup(cs, pid, ip, &e);
 	if (err)
 		return fail(cs, err);
-	if (!e->start || th->st[th->depth - 1].func == e->start)
+	if (!e.start || th->st[th->depth - 1].func == e.start)
 		return 0;
 	for (i = th->depth - 1; i-- > 0;)
-		if (th->st[i].func == e->start)
+		if (th->st[i].func == e.start)
 			return fail(cs, pop_to(cs, th, i + 1, t));
 	return 0;
 }
@@ -916,11 +982,12 @@ struct callstack *callstack__new(struct fxt_writer *w, const struct callstack_op
 	cs->max_buffer = opts->max_buffer ? opts->max_buffer : CS_MAX_BUFFER;
 	cs->thmask = 255;
 	cs->thash = calloc(cs->thmask + 1, sizeof(*cs->thash));
-	cs->cache = calloc(CS_CACHE_SIZE, sizeof(*cs->cache));
+	cs->cache = malloc(CS_CACHE_SIZE * sizeof(*cs->cache));
 	cs->nmask = 1023;
 	cs->names = calloc(cs->nmask + 1, sizeof(*cs->names));
 	if (!cs->thash || !cs->cache || !cs->names)
 		goto nomem;
+	memset(cs->cache, 0xff, CS_CACHE_SIZE * sizeof(*cs->cache));
 	err = fxt_intern(w, "[unknown]", &cs->id_unknown);
 	err = err ?: fxt_intern(w, "[syscall]", &cs->id_syscall);
 	err = err ?: fxt_intern(w, "[untraced]", &cs->id_untraced);

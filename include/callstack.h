@@ -63,8 +63,8 @@ enum cs_stop_reason {
 /* Deepest stack kept; deeper calls are counted, and a marker slice shows the cut. */
 #define CS_MAX_DEPTH 500
 
-/* Slices a thread holds before writing them early (see Output above): 4 Mi, 64 MiB. */
-#define CS_MAX_BUFFER (4u << 20)
+/* Slices a thread holds before writing them early (see Output above): 256 Ki, 4 MiB. */
+#define CS_MAX_BUFFER (256u << 10)
 
 struct callstack_opts {
 	cs_symbolize_fn symbolize;	/* NULL: every address is unknown */
