@@ -451,10 +451,6 @@ const char *pd_feature_name(unsigned int feat)
 		[PD_FEAT_PMU_CAPS] = "pmu_caps",
 	};
 
-	if (feat == PD_FEAT_PTBPF_TRIGGER)
-		return "ptbpf-trigger";
-	if (feat == PD_FEAT_PTBPF_VDSO)
-		return "ptbpf-vdso";
 	if (feat < sizeof(names) / sizeof(names[0]))
 		return names[feat];
 	return NULL;

@@ -85,13 +85,6 @@ enum {
 	PD_FEAT_CLOCK_DATA = 29,
 	PD_FEAT_HYBRID_TOPOLOGY = 30,
 	PD_FEAT_PMU_CAPS = 31,
-	/*
-	 * ptbpf's sections. perf 6.1 knows features up to 31 and skips set bits above its
-	 * HEADER_LAST_FEATURE without a word (measured with bits 40 and 200); bits this
-	 * high stay clear of perf's numbering for years.
-	 */
-	PD_FEAT_PTBPF_TRIGGER = 240,
-	PD_FEAT_PTBPF_VDSO = 241,
 	PD_FEAT_BITS = 256,
 };
 
@@ -131,14 +124,42 @@ enum {
 /* Strings in feature sections are padded to this (perf's NAME_ALIGN). */
 #define PD_NAME_ALIGN 64
 
-/* Version of the PD_FEAT_PTBPF_* section layouts. */
-#define PD_PTBPF_FEAT_VERSION 1
-
 /*
- * PD_FEAT_PTBPF_TRIGGER: u32 version, u32 nr, u32 entry_size, u32 reserved, then nr x
- * { entry_size bytes of struct pd_trigger_disk, then a perf string (desc) }. A newer
- * writer may make entries longer; readers take the fields they know.
+ * ptbpf's own records on disk. Where perf 6.1 puts up with foreign data (measured):
+ * - a record type it does not know: perf script/report stop, "failed to process type";
+ * - a PERF_RECORD_HEADER_FEATURE record: perf report fails ("wrong feature ID");
+ * - a feature bit above its HEADER_LAST_FEATURE: readers skip it, but perf inject
+ *   indexes its feature table with it and crashes (SIGSEGV);
+ * - PERF_RECORD_HEADER_EVENT_TYPE (65): "deprecated ... for old pipe-mode files",
+ *   skipped without a word by every tool in file mode (script, report, -D, inject,
+ *   which drops it). ptbpf records are type 65 with this header after perf's:
  */
+#define PD_PTBPF_MAGIC 0x4345524650425450ULL	/* "PTBPFREC" */
+#define PD_PTBPF_VERSION 1
+
+struct pd_ptbpf_header {
+	uint64_t magic;			/* PD_PTBPF_MAGIC: tells them from real EVENT_TYPEs */
+	uint32_t kind;			/* PD_PTBPF_* below */
+	uint32_t version;		/* PD_PTBPF_VERSION */
+};
+
+enum {
+	/* struct pd_trigger_disk, then desc: NUL-terminated, zero padded to 8 */
+	PD_PTBPF_TRIGGER = 1,
+	/* struct pd_vdso_chunk, then its bytes, zero padded to 8 */
+	PD_PTBPF_VDSO = 2,
+};
+
+/* Bytes of vDSO per record: records are at most 64 KiB. */
+#define PD_VDSO_CHUNK (60 * 1024)
+
+struct pd_vdso_chunk {
+	uint64_t total;			/* bytes of the whole image */
+	uint64_t offset;		/* where this chunk goes in it */
+	uint64_t size;			/* bytes in this chunk */
+};
+
+/* A trigger. A newer writer may append fields; readers take the ones they know. */
 struct pd_trigger_disk {
 	uint32_t kind;
 	uint32_t index;
@@ -151,10 +172,6 @@ struct pd_trigger_disk {
 	uint64_t arg0, arg1;
 };
 
-/*
- * PD_FEAT_PTBPF_VDSO: u32 version, u32 reserved, u64 size, then size bytes (the image),
- * zero padded to 8.
- */
 
 /* Sample id trailer fields, as PERF_SAMPLE_* bits. */
 #define PD_SAMPLE_ID_BITS                                                                          \

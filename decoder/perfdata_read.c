@@ -37,8 +37,10 @@ struct rd {
 	bool by_id;			/* trailers differ: find the attr by the trailer's id */
 	unsigned int id_pos;		/* with by_id: perf's is_pos of the id */
 	uint64_t sample_type;		/* without by_id: the common sample_type */
-	struct pd_trigger *triggers;	/* from the trigger feature, added after the data */
-	size_t nr_triggers;
+	uint8_t *vdso;			/* the vDSO being put together from its chunks */
+	uint64_t vdso_total;		/* its size, from the first chunk */
+	uint64_t vdso_have;		/* bytes received, in order */
+	uint64_t vdso_off;		/* file offset of the last chunk, for messages */
 };
 
 static int __attribute__((format(printf, 3, 4))) rd_err(struct rd *r, uint64_t off,
@@ -370,6 +372,114 @@ static int read_auxtrace(struct rd *r, uint64_t off, const uint8_t *p, size_t si
 	return 0;
 }
 
+/*
+ * One build-id entry (struct perf_record_header_build_id), `size` bytes at p, checked
+ * by the caller to be at least 36: header, pid, 24 bytes of id, filename.
+ */
+static int add_build_id(struct capture *cap, const uint8_t *p, uint16_t size)
+{
+	struct pd_build_id bid = { 0 };
+	/* struct perf_event_header: u32 type (unused here), u16 misc, u16 size. */
+	uint16_t misc = pd_get32(p + 4) & 0xffff;
+
+	bid.pid = (int32_t)pd_get32(p + 8);
+	bid.misc = misc;
+	memcpy(bid.id, p + 12, 20);
+	/* PERF_RECORD_MISC_BUILD_ID_SIZE: the size byte is valid. */
+	bid.size = (misc & (1 << 15)) ? p[32] : 20;
+	if (bid.size > 20)
+		bid.size = 20;
+	bid.filename = capture__alloc(cap, size - 36 + 1);
+	if (!bid.filename)
+		return -ENOMEM;
+	memcpy(bid.filename, p + 36, size - 36);
+	bid.filename[strnlen(bid.filename, size - 36)] = 0;
+	return capture__add_build_id(cap, &bid);
+}
+
+static int read_ptbpf_trigger(struct rd *r, uint64_t off, const uint8_t *p, size_t len)
+{
+	struct pd_record rec = { .type = PD_RECORD_PTBPF_TRIGGER };
+	struct pd_trigger *t = &rec.trigger;
+	struct pd_trigger_disk d;
+
+	if (len < sizeof(d) + 1 || !memchr(p + sizeof(d), 0, len - sizeof(d)))
+		return rd_err(r, off, "malformed ptbpf trigger record (%zu bytes)", len);
+	memcpy(&d, p, sizeof(d));
+	t->kind = d.kind;
+	t->index = d.index;
+	t->cpu = d.cpu;
+	t->pid = d.pid;
+	t->tid = d.tid;
+	t->time = d.time;
+	t->ktime = d.ktime;
+	t->ip = d.ip;
+	t->latency_ns = d.latency_ns;
+	t->arg0 = d.arg0;
+	t->arg1 = d.arg1;
+	t->desc = p[sizeof(d)] ? (char *)p + sizeof(d) : NULL;
+	return capture__add_record(r->cap, &rec);
+}
+
+static int read_ptbpf_vdso(struct rd *r, uint64_t off, const uint8_t *p, size_t len)
+{
+	struct pd_vdso_chunk c;
+
+	if (len < sizeof(c))
+		return rd_err(r, off, "malformed ptbpf vDSO record (%zu bytes)", len);
+	memcpy(&c, p, sizeof(c));
+	if (c.size > len - sizeof(c))
+		return rd_err(r, off, "vDSO chunk of %llu bytes overruns its %zu-byte record",
+			      (unsigned long long)c.size, len);
+	if (!r->vdso) {
+		/* All of it comes in chunks of this file: it cannot be bigger. */
+		if (!c.total || c.total > r->fsize)
+			return rd_err(r, off, "vDSO of %llu bytes in a file of %llu bytes",
+				      (unsigned long long)c.total, (unsigned long long)r->fsize);
+		r->vdso = capture__alloc(r->cap, c.total);
+		if (!r->vdso)
+			return -ENOMEM;
+		r->vdso_total = c.total;
+	}
+	if (c.total != r->vdso_total || c.offset != r->vdso_have ||
+	    c.size > r->vdso_total - r->vdso_have)
+		return rd_err(r, off, "vDSO chunk [%llu, +%llu) of %llu bytes does not follow the "
+			      "%llu bytes before it", (unsigned long long)c.offset,
+			      (unsigned long long)c.size, (unsigned long long)c.total,
+			      (unsigned long long)r->vdso_have);
+	memcpy(r->vdso + r->vdso_have, p + sizeof(c), c.size);
+	r->vdso_have += c.size;
+	r->vdso_off = off;
+	return 0;
+}
+
+/*
+ * A PERF_RECORD_HEADER_EVENT_TYPE: ptbpf's if marked so (perfdata_int.h), else one of
+ * old pipe-mode files, skipped as perf does.
+ */
+static int read_ptbpf(struct rd *r, uint64_t off, const uint8_t *p, size_t size)
+{
+	struct pd_ptbpf_header ph;
+	size_t hs = sizeof(struct perf_event_header) + sizeof(ph);
+
+	if (size < hs || (memcpy(&ph, p + 8, sizeof(ph)), ph.magic != PD_PTBPF_MAGIC)) {
+		r->cap->nr_skipped++;
+		return 0;
+	}
+	if (ph.version != PD_PTBPF_VERSION)
+		return rd_err(r, off, "ptbpf record version %u: this ptbpf reads version %d",
+			      ph.version, PD_PTBPF_VERSION);
+	switch (ph.kind) {
+	case PD_PTBPF_TRIGGER:
+		return read_ptbpf_trigger(r, off, p + hs, size - hs);
+	case PD_PTBPF_VDSO:
+		return read_ptbpf_vdso(r, off, p + hs, size - hs);
+	default:
+		r->cap->nr_skipped++;
+		return 0;
+	}
+}
+
 /* The attr a kernel record's trailer belongs to. */
 static int record_trailer(struct rd *r, uint64_t off, const uint8_t *p, size_t size,
 			  uint64_t *sample_type)
@@ -439,6 +549,16 @@ static int read_records(struct rd *r, uint64_t start, uint64_t end)
 			break;
 		case PD_RECORD_AUXTRACE:
 			err = read_auxtrace(r, off, p, h->size, end, &payload);
+			break;
+		case PD_RECORD_HEADER_EVENT_TYPE:
+			err = read_ptbpf(r, off, p, h->size);
+			break;
+		case PD_RECORD_HEADER_BUILD_ID:
+			/* perf inject -b puts build ids among the records. */
+			if (h->size < 36)
+				return rd_err(r, off, "HEADER_BUILD_ID record of %u bytes is too short",
+					      h->size);
+			err = add_build_id(r->cap, p, h->size);
 			break;
 		case PD_RECORD_COMPRESSED:
 			return rd_err(r, off, "zstd-compressed records (perf record -z) are not "
@@ -542,36 +662,18 @@ static int fs_str(struct fsec *s, char **out, const char *what)
 static int feat_build_id(struct fsec *s)
 {
 	while (s->pos < s->size) {
-		struct pd_build_id bid = { 0 };
-		uint64_t at = s->pos;
-		const uint8_t *p;
-		uint16_t size, misc;
+		uint16_t size;
 		int err;
 
 		err = fs_need(s, 36, "build-id entry");
 		if (err)
 			return err;
-		p = s->p + s->pos;
-		/* struct perf_event_header: u32 type (unused here), u16 misc, u16 size. */
-		misc = pd_get32(p + 4) & 0xffff;
-		size = pd_get32(p + 4) >> 16;
+		size = pd_get32(s->p + s->pos + 4) >> 16;
 		if (size < 36 || size > s->size - s->pos)
-			return rd_err(s->r, s->foff + at,
+			return rd_err(s->r, s->foff + s->pos,
 				      "build_id feature: entry size %u outside 36..%llu", size,
 				      (unsigned long long)(s->size - s->pos));
-		bid.pid = (int32_t)pd_get32(p + 8);
-		bid.misc = misc;
-		memcpy(bid.id, p + 12, 20);
-		/* PERF_RECORD_MISC_BUILD_ID_SIZE: the size byte is valid. */
-		bid.size = (misc & (1 << 15)) ? p[32] : 20;
-		if (bid.size > 20)
-			bid.size = 20;
-		bid.filename = capture__alloc(s->r->cap, size - 36 + 1);
-		if (!bid.filename)
-			return -ENOMEM;
-		memcpy(bid.filename, p + 36, size - 36);
-		bid.filename[strnlen(bid.filename, size - 36)] = 0;
-		err = capture__add_build_id(s->r->cap, &bid);
+		err = add_build_id(s->r->cap, s->p + s->pos, size);
 		if (err)
 			return err;
 		s->pos += size;
@@ -715,85 +817,6 @@ static int feat_auxtrace(struct fsec *s)
 	return 0;
 }
 
-static int feat_trigger(struct fsec *s)
-{
-	uint32_t version, nr, esize, reserved, i;
-	struct pd_trigger *t;
-	int err;
-
-	err = fs_u32(s, &version, "version");
-	if (!err)
-		err = fs_u32(s, &nr, "trigger count");
-	if (!err)
-		err = fs_u32(s, &esize, "entry size");
-	if (!err)
-		err = fs_u32(s, &reserved, "reserved");
-	if (err)
-		return err;
-	if (version != PD_PTBPF_FEAT_VERSION)
-		return rd_err(s->r, s->foff, "ptbpf-trigger feature: version %u, this ptbpf reads %d",
-			      version, PD_PTBPF_FEAT_VERSION);
-	if (esize < sizeof(struct pd_trigger_disk) || esize > 4096 ||
-	    nr > (s->size - s->pos) / (esize + 4ULL))
-		return rd_err(s->r, s->foff, "ptbpf-trigger feature: %u entries of %u bytes do not fit %llu bytes",
-			      nr, esize, (unsigned long long)(s->size - s->pos));
-	s->r->triggers = capture__alloc(s->r->cap, (nr ? nr : 1) * sizeof(*t));
-	if (!s->r->triggers)
-		return -ENOMEM;
-	for (i = 0; i < nr; i++) {
-		struct pd_trigger_disk d;
-
-		err = fs_need(s, esize, "trigger");
-		if (err)
-			return err;
-		memcpy(&d, s->p + s->pos, sizeof(d));
-		s->pos += esize;
-		t = &s->r->triggers[i];
-		t->kind = d.kind;
-		t->index = d.index;
-		t->cpu = d.cpu;
-		t->pid = d.pid;
-		t->tid = d.tid;
-		t->time = d.time;
-		t->ktime = d.ktime;
-		t->ip = d.ip;
-		t->latency_ns = d.latency_ns;
-		t->arg0 = d.arg0;
-		t->arg1 = d.arg1;
-		err = fs_str(s, &t->desc, "trigger description");
-		if (err)
-			return err;
-		if (!*t->desc)
-			t->desc = NULL;
-	}
-	s->r->nr_triggers = nr;
-	return 0;
-}
-
-static int feat_vdso(struct fsec *s)
-{
-	uint32_t version, reserved;
-	uint64_t size;
-	int err;
-
-	err = fs_u32(s, &version, "version");
-	if (!err)
-		err = fs_u32(s, &reserved, "reserved");
-	if (!err)
-		err = fs_u64(s, &size, "image size");
-	if (err)
-		return err;
-	if (version != PD_PTBPF_FEAT_VERSION)
-		return rd_err(s->r, s->foff, "ptbpf-vdso feature: version %u, this ptbpf reads %d",
-			      version, PD_PTBPF_FEAT_VERSION);
-	err = fs_need(s, size, "vDSO image");
-	if (err)
-		return err;
-	if (!size)
-		return 0;
-	return capture__set_vdso(s->r->cap, s->p + s->pos, size);
-}
-
 static int read_feature(struct rd *r, unsigned int feat, const struct pd_file_section *sec,
 			uint64_t table_off)
 {
@@ -826,8 +849,6 @@ static int read_feature(struct rd *r, unsigned int feat, const struct pd_file_se
 	case PD_FEAT_PMU_MAPPINGS:
 	case PD_FEAT_AUXTRACE:
 	case PD_FEAT_SAMPLE_TIME:
-	case PD_FEAT_PTBPF_TRIGGER:
-	case PD_FEAT_PTBPF_VDSO:
 		break;
 	default:
 		return 0;	/* known to perf, not needed here */
@@ -889,12 +910,6 @@ static int read_feature(struct rd *r, unsigned int feat, const struct pd_file_se
 		err = fs_u64(&s, &host->first_sample_time, "first sample time");
 		if (!err)
 			err = fs_u64(&s, &host->last_sample_time, "last sample time");
-		break;
-	case PD_FEAT_PTBPF_TRIGGER:
-		err = feat_trigger(&s);
-		break;
-	case PD_FEAT_PTBPF_VDSO:
-		err = feat_vdso(&s);
 		break;
 	}
 out:
@@ -1043,7 +1058,6 @@ int perfdata_read(const char *path, struct capture **out)
 	struct capture *cap;
 	bool is_dir = false;
 	struct stat st;
-	size_t i;
 	int err;
 
 	if (!path || !out)
@@ -1096,11 +1110,12 @@ int perfdata_read(const char *path, struct capture **out)
 		err = read_dir_data(&r, path);
 	if (!err)
 		err = read_features(&r, &h);
-	for (i = 0; !err && i < r.nr_triggers; i++) {
-		struct pd_record rec = { .type = PD_RECORD_PTBPF_TRIGGER };
-
-		rec.trigger = r.triggers[i];
-		err = capture__add_record(cap, &rec);
+	if (!err && r.vdso_have != r.vdso_total)
+		err = rd_err(&r, r.vdso_off, "the vDSO chunks hold %llu of its %llu bytes",
+			     (unsigned long long)r.vdso_have, (unsigned long long)r.vdso_total);
+	if (!err && r.vdso) {
+		cap->vdso = r.vdso;
+		cap->vdso_size = r.vdso_total;
 	}
 	if (!err)
 		err = sort_records(cap);

@@ -134,7 +134,6 @@ struct plan {
 	bool add_vdso_bid;		/* write vdso_bid too */
 	uint32_t nr_cpus;		/* for HEADER_NRCPUS when the host did not say */
 	bool have_time_conv;		/* the records include a TIME_CONV */
-	size_t nr_triggers;
 	uint64_t *aux_offsets;		/* file offset of each AUXTRACE record */
 };
 
@@ -228,7 +227,7 @@ static int plan_capture(struct plan *pl)
 		if (r->type == PD_RECORD_TIME_CONV)
 			pl->have_time_conv = true;
 		else if (r->type == PD_RECORD_PTBPF_TRIGGER)
-			pl->nr_triggers++;
+			continue;
 		else if (pd_record_encode(r, 0, false, NULL, 0) == -EINVAL) {
 			elog("cannot write capture: record %zu (type %u, %s) cannot be written: "
 			     "unknown type or longer than 64 KiB\n", i, r->type,
@@ -304,6 +303,61 @@ static void write_auxtrace_info(struct wr *w, const struct pd_pt_info *pt)
 	wr_u64(w, pt->cap_event_trace);
 }
 
+/* perf's header and ptbpf's for a ptbpf record of `body` more bytes. */
+static void write_ptbpf_header(struct wr *w, uint32_t kind, size_t body)
+{
+	struct perf_event_header h = {
+		.type = PD_RECORD_HEADER_EVENT_TYPE,
+		.size = sizeof(h) + sizeof(struct pd_ptbpf_header) + body,
+	};
+	struct pd_ptbpf_header ph = {
+		.magic = PD_PTBPF_MAGIC, .kind = kind, .version = PD_PTBPF_VERSION,
+	};
+
+	wr_put(w, &h, sizeof(h));
+	wr_put(w, &ph, sizeof(ph));
+}
+
+static int write_trigger(struct wr *w, const struct pd_trigger *t)
+{
+	struct pd_trigger_disk d = {
+		.kind = t->kind, .index = t->index, .cpu = t->cpu, .pid = t->pid, .tid = t->tid,
+		.time = t->time, .ktime = t->ktime, .ip = t->ip, .latency_ns = t->latency_ns,
+		.arg0 = t->arg0, .arg1 = t->arg1,
+	};
+	size_t len = t->desc ? strlen(t->desc) : 0;
+	size_t padded = (len + 1 + 7) & ~(size_t)7;
+
+	if (sizeof(struct perf_event_header) + sizeof(struct pd_ptbpf_header) + sizeof(d) +
+	    padded > UINT16_MAX) {
+		elog("cannot write %s: trigger description of %zu bytes is too long\n", w->path,
+		     len);
+		return -EINVAL;
+	}
+	write_ptbpf_header(w, PD_PTBPF_TRIGGER, sizeof(d) + padded);
+	wr_put(w, &d, sizeof(d));
+	wr_put(w, t->desc, len);
+	wr_zero(w, padded - len);
+	return 0;
+}
+
+/* The vDSO image in chunks that fit records. */
+static void write_vdso(struct wr *w, const uint8_t *image, size_t size)
+{
+	size_t off, n;
+
+	for (off = 0; off < size; off += n) {
+		struct pd_vdso_chunk c = { .total = size, .offset = off };
+
+		n = size - off < PD_VDSO_CHUNK ? size - off : PD_VDSO_CHUNK;
+		c.size = n;
+		write_ptbpf_header(w, PD_PTBPF_VDSO, sizeof(c) + ((n + 7) & ~(size_t)7));
+		wr_put(w, &c, sizeof(c));
+		wr_put(w, image + off, n);
+		wr_zero(w, ((n + 7) & ~(size_t)7) - n);
+	}
+}
+
 static int write_record(struct wr *w, struct plan *pl, const struct pd_record *rec)
 {
 	const struct capture *cap = pl->cap;
@@ -359,10 +413,13 @@ static int write_data(struct wr *w, struct plan *pl)
 		if (err)
 			return err;
 	}
+	if (cap->vdso && cap->vdso_size)
+		write_vdso(w, cap->vdso, cap->vdso_size);
 	for (i = 0; i < cap->nr_records; i++) {
 		if (cap->records[i].type == PD_RECORD_PTBPF_TRIGGER)
-			continue;
-		err = write_record(w, pl, &cap->records[i]);
+			err = write_trigger(w, &cap->records[i].trigger);
+		else
+			err = write_record(w, pl, &cap->records[i]);
 		if (err)
 			return err;
 	}
@@ -424,10 +481,6 @@ static bool feat_wanted(const struct plan *pl, unsigned int feat)
 		return cap->nr_aux;
 	case PD_FEAT_SAMPLE_TIME:
 		return h->first_sample_time || h->last_sample_time;
-	case PD_FEAT_PTBPF_TRIGGER:
-		return pl->nr_triggers;
-	case PD_FEAT_PTBPF_VDSO:
-		return cap->vdso && cap->vdso_size;
 	default:
 		return false;
 	}
@@ -561,32 +614,6 @@ static void write_feature(struct wr *w, struct plan *pl, unsigned int feat)
 	case PD_FEAT_SAMPLE_TIME:
 		wr_u64(w, h->first_sample_time);
 		wr_u64(w, h->last_sample_time);
-		break;
-	case PD_FEAT_PTBPF_TRIGGER:
-		wr_u32(w, PD_PTBPF_FEAT_VERSION);
-		wr_u32(w, pl->nr_triggers);
-		wr_u32(w, sizeof(struct pd_trigger_disk));
-		wr_u32(w, 0);
-		for (i = 0; i < cap->nr_records; i++) {
-			const struct pd_trigger *t = &cap->records[i].trigger;
-			struct pd_trigger_disk d = {
-				.kind = t->kind, .index = t->index, .cpu = t->cpu, .pid = t->pid,
-				.tid = t->tid, .time = t->time, .ktime = t->ktime, .ip = t->ip,
-				.latency_ns = t->latency_ns, .arg0 = t->arg0, .arg1 = t->arg1,
-			};
-
-			if (cap->records[i].type != PD_RECORD_PTBPF_TRIGGER)
-				continue;
-			wr_put(w, &d, sizeof(d));
-			wr_str(w, t->desc);
-		}
-		break;
-	case PD_FEAT_PTBPF_VDSO:
-		wr_u32(w, PD_PTBPF_FEAT_VERSION);
-		wr_u32(w, 0);
-		wr_u64(w, cap->vdso_size);
-		wr_put(w, cap->vdso, cap->vdso_size);
-		wr_zero(w, ((cap->vdso_size + 7) & ~(size_t)7) - cap->vdso_size);
 		break;
 	}
 }

@@ -68,12 +68,11 @@ struct pd_sample_id {
 };
 
 /*
- * ptbpf's own records, kept out of perf's numbering. On disk they are not records: perf
- * 6.1 stops with "failed to process type" on any record type it does not know, and a
- * PERF_RECORD_HEADER_FEATURE record makes `perf report` fail, whereas feature bits
- * above perf's HEADER_LAST_FEATURE are skipped silently (all measured). So the triggers
- * and the vDSO bytes live in feature sections PD_FEAT_PTBPF_* (perfdata_int.h); the
- * reader appends the trigger records after the data section's records.
+ * ptbpf's own records, kept out of perf's numbering. On disk, the triggers and the vDSO
+ * bytes are PERF_RECORD_HEADER_EVENT_TYPE records (type 65) marked "PTBPFREC": the one
+ * foreign record perf 6.1 skips in every tool (unknown types stop perf script; unknown
+ * feature bits crash perf inject; see decoder/perfdata_int.h). A trigger is written at
+ * its place among the records, the vDSO after AUXTRACE_INFO.
  */
 enum {
 	PD_RECORD_PTBPF_TRIGGER = 0x10000,	/* in-memory type of struct pd_trigger records */
@@ -196,7 +195,12 @@ struct capture {
 	struct pd_attr *attrs;		/* attrs[0] is the intel_pt event when there is one */
 	uint32_t nr_attrs;
 	struct pd_pt_info pt;		/* from AUXTRACE_INFO */
-	struct pd_record *records;	/* sideband and ptbpf records, in file (time) order */
+	/*
+	 * Sideband and ptbpf records in time order: perf files hold per-CPU rounds, so the
+	 * reader sorts them, stably, by sample time (triggers by their time; records
+	 * without a time, such as TIME_CONV, first). The writer keeps the given order.
+	 */
+	struct pd_record *records;
 	size_t nr_records;
 	struct pd_auxtrace *aux;	/* AUXTRACE buffers, in file order */
 	size_t nr_aux;

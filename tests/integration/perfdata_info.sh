@@ -71,6 +71,12 @@ has "vdso:       " own
 has " [vdso]" own
 has "4242 0x401000-0x402000 pgoff 0x1000 $(realpath "$PD_CALLS")" own
 
+# Per-thread buffers (perf record --per-thread, magic-trace).
+"$TOOL" synth "$PD_CALLS" "$TMP/thread.data" --per-thread || fail "perfdata_tool synth failed"
+info "$TMP/thread.data"
+has "per-thread buffers, snapshot (overwrite) mode, context switches: none" per-thread
+has "tid 4242: 1 buffer, 48 bytes" per-thread
+
 bad "$TESTDATA/quipper-echo-m7-6y75/perf.data.piped.intel_pt-4.14" "pipe-mode perf.data"
 bad "$PTBPF" "not a perf.data file (magic"
 : >"$TMP/empty"

@@ -998,12 +998,23 @@ static void c_data_ovf(uint8_t *b, size_t *s) { hdr(b)->data.size = UINT64_MAX; 
 static void c_data_off(uint8_t *b, size_t *s) { hdr(b)->data.offset = *s + 1; }
 static void c_data_in_hdr(uint8_t *b, size_t *s) { hdr(b)->data.offset = 8; }
 
-static struct perf_event_header *rec_at(uint8_t *b, uint32_t type)
+static struct perf_event_header *rec_at_n(uint8_t *b, uint32_t type, int n)
 {
-	uint64_t off = find_record(b, type, 0);
+	uint64_t off = find_record(b, type, n);
 
 	assert_true(off != 0);
 	return (void *)(b + off);
+}
+
+static struct perf_event_header *rec_at(uint8_t *b, uint32_t type)
+{
+	return rec_at_n(b, type, 0);
+}
+
+/* Store a u64 at an unaligned place (the version shares a word with the kind). */
+static void put64(uint8_t *p, uint64_t v)
+{
+	memcpy(p, &v, 8);
 }
 
 static void c_zero_size(uint8_t *b, size_t *s) { rec_at(b, PERF_RECORD_COMM)->size = 0; }
@@ -1098,9 +1109,32 @@ static void c_pmu_nr(uint8_t *b, size_t *s) { put_u32_in(b, PD_FEAT_PMU_MAPPINGS
 static void c_aux_idx_nr(uint8_t *b, size_t *s) { put_u32_in(b, PD_FEAT_AUXTRACE, 4, 1); }
 static void c_aux_idx_off(uint8_t *b, size_t *s) { put_u32_in(b, PD_FEAT_AUXTRACE, 12, 1); }
 static void c_bid_size(uint8_t *b, size_t *s) { put_u32_in(b, PD_FEAT_BUILD_ID, 4, 0); }
-static void c_trig_nr(uint8_t *b, size_t *s) { put_u32_in(b, PD_FEAT_PTBPF_TRIGGER, 4, 1 << 30); }
-static void c_trig_ver(uint8_t *b, size_t *s) { put_u32_in(b, PD_FEAT_PTBPF_TRIGGER, 0, 2); }
-static void c_vdso_size(uint8_t *b, size_t *s) { put_u32_in(b, PD_FEAT_PTBPF_VDSO, 12, 1); }
+/* ptbpf's records (type 65): the vDSO's one chunk first, then the two triggers. */
+static uint8_t *ptbpf_body(uint8_t *b, int n)
+{
+	return (uint8_t *)rec_at_n(b, PD_RECORD_HEADER_EVENT_TYPE, n) + 8 +
+	       sizeof(struct pd_ptbpf_header);
+}
+
+static void c_ptbpf_ver(uint8_t *b, size_t *s)
+{
+	uint32_t version = 2;
+
+	memcpy(ptbpf_body(b, 1) - 4, &version, 4);
+}
+
+static void c_trig_desc(uint8_t *b, size_t *s)
+{
+	struct perf_event_header *h = rec_at_n(b, PD_RECORD_HEADER_EVENT_TYPE, 1);
+	size_t fixed = 8 + sizeof(struct pd_ptbpf_header) + sizeof(struct pd_trigger_disk);
+
+	memset((uint8_t *)h + fixed, 'A', h->size - fixed);
+}
+
+static void c_vdso_size(uint8_t *b, size_t *s) { put64(ptbpf_body(b, 0) + 16, 1 << 20); }
+static void c_vdso_total(uint8_t *b, size_t *s) { put64(ptbpf_body(b, 0), UINT64_MAX); }
+static void c_vdso_short(uint8_t *b, size_t *s) { put64(ptbpf_body(b, 0), 64); }
+static void c_vdso_order(uint8_t *b, size_t *s) { put64(ptbpf_body(b, 0) + 8, 8); }
 
 static void c_nrcpus_short(uint8_t *b, size_t *s) { feature(b, PD_FEAT_NRCPUS)->size = 6; }
 
@@ -1144,9 +1178,12 @@ static const struct corruption corruptions[] = {
 	{ "auxtrace index count", c_aux_idx_nr, "index entries cannot fit" },
 	{ "auxtrace index offset", c_aux_idx_off, "lies outside the file" },
 	{ "build-id entry size", c_bid_size, "entry size 0 outside" },
-	{ "trigger count", c_trig_nr, "do not fit" },
-	{ "trigger version", c_trig_ver, "version 2" },
-	{ "vdso size", c_vdso_size, "vDSO image" },
+	{ "ptbpf record version", c_ptbpf_ver, "ptbpf record version 2" },
+	{ "trigger without NUL", c_trig_desc, "malformed ptbpf trigger record" },
+	{ "vDSO chunk size", c_vdso_size, "vDSO chunk of 1048576 bytes overruns" },
+	{ "vDSO size", c_vdso_total, "vDSO of 18446744073709551615 bytes in a file of" },
+	{ "vDSO incomplete", c_vdso_short, "the vDSO chunks hold 32 of its 64 bytes" },
+	{ "vDSO chunk order", c_vdso_order, "does not follow the 0 bytes before it" },
 	{ "nrcpus short", c_nrcpus_short, "nrcpus feature: online CPUs" },
 };
 
@@ -1228,11 +1265,14 @@ static void test_random_corruption(void **state)
 	unlink(path);
 }
 
-/* Unknown record types and unknown feature sections are skipped, as perf does. */
+/*
+ * Unknown record types, unknown feature sections and EVENT_TYPE records that are not
+ * ptbpf's are skipped, as perf does.
+ */
 static void test_unknown_skipped(void **state)
 {
 	char path[300], other[300];
-	size_t size;
+	size_t size, i, triggers = 0;
 	uint8_t *b = written_full(path, sizeof(path), &size);
 	struct capture *cap = NULL, *ref = NULL;
 
@@ -1241,18 +1281,24 @@ static void test_unknown_skipped(void **state)
 	/* A user type perf does not know, a kernel type ptbpf does not keep. */
 	rec_at(b, PD_RECORD_FINISHED_ROUND)->type = 0x7777;
 	rec_at(b, PERF_RECORD_LOST_SAMPLES)->type = 40;
-	/* Feature 250 (unknown) takes the last table slot, the vDSO's (241). */
-	assert_int_equal(find_feature(b, PD_FEAT_PTBPF_VDSO) + 16,
+	/* A pipe-mode EVENT_TYPE record where the second trigger was. */
+	put64(ptbpf_body(b, 2) - 16, 0x1234);
+	/* Feature 250 (unknown) takes the last table slot, SAMPLE_TIME's (21). */
+	assert_int_equal(find_feature(b, PD_FEAT_SAMPLE_TIME) + 16,
 			 feature(b, PD_FEAT_BUILD_ID)->offset);
-	hdr(b)->adds_features[PD_FEAT_PTBPF_VDSO / 64] &= ~(1ULL << (PD_FEAT_PTBPF_VDSO % 64));
+	hdr(b)->adds_features[0] &= ~(1ULL << PD_FEAT_SAMPLE_TIME);
 	hdr(b)->adds_features[250 / 64] |= 1ULL << (250 % 64);
 	spit(other, b, size);
 	assert_int_equal(perfdata_read(other, &cap), 0);
-	assert_int_equal(cap->nr_skipped, 2);
+	assert_int_equal(cap->nr_skipped, 3);
 	assert_int_equal(cap->nr_rounds, 0);
-	assert_int_equal(cap->nr_records, ref->nr_records - 1);
-	assert_null(cap->vdso);
+	assert_int_equal(cap->nr_records, ref->nr_records - 2);
+	for (i = 0; i < cap->nr_records; i++)
+		triggers += cap->records[i].type == PD_RECORD_PTBPF_TRIGGER;
+	assert_int_equal(triggers, 1);
+	assert_int_equal(cap->host.first_sample_time, 0);
 	assert_string_equal(cap->host.hostname, "host");
+	assert_non_null(cap->vdso);
 	capture__free(cap);
 	capture__free(ref);
 	free(b);
