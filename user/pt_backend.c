@@ -34,6 +34,7 @@
 #include "backend.h"
 #include "data_ring.h"
 #include "hostinfo.h"
+#include "kcore.h"
 #include "log.h"
 #include "privs.h"
 #include "proc_synth.h"
@@ -785,6 +786,26 @@ static int add_aux(struct backend *b, struct capture *cap)
 	return err;
 }
 
+/*
+ * --kernel: the kernel text as it is now, copied into a directory of its own
+ * ($TMPDIR/ptbpf-kcore-PID-N) named by cap->kcore_dir. Whoever writes the capture puts
+ * it beside the perf.data as perf's kcore_dir/ (or removes it).
+ */
+static int add_kcore(struct backend *b, struct capture *cap)
+{
+	const char *tmp = getenv("TMPDIR");
+	char dir[PATH_MAX];
+	int err;
+
+	snprintf(dir, sizeof(dir), "%s/ptbpf-kcore-%d-%u", tmp && *tmp ? tmp : "/tmp", getpid(),
+		 b->snapshots);
+	err = kcore_copy(NULL, dir);
+	if (err)
+		return err;
+	cap->kcore_dir = capture__strdup(cap, dir);
+	return cap->kcore_dir ? 0 : -ENOMEM;
+}
+
 static int pt_snapshot(struct backend *b, struct capture *cap)
 {
 	struct pd_sample_id tmpl = {};
@@ -854,6 +875,11 @@ static int pt_snapshot(struct backend *b, struct capture *cap)
 	if (!vdso_read(&vdso, &vdso_size)) {
 		err = capture__set_vdso(cap, vdso, vdso_size);
 		free(vdso);
+		if (err)
+			return err;
+	}
+	if (b->opts->kernel) {
+		err = add_kcore(b, cap);
 		if (err)
 			return err;
 	}

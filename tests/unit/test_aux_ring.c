@@ -3,9 +3,11 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <intel-pt.h>
 #include <linux/perf_event.h>
 
 #include "aux_ring.h"
@@ -216,6 +218,72 @@ static void test_invalid(void **state)
 	assert_int_equal(aux_ring_snapshot(&pc, r, false, out, &wrapped, NULL), 0);
 }
 
+
+/* Packets from the first PSB to the end, and the offset of that PSB. */
+static int count_packets(const uint8_t *buf, size_t size, uint64_t *sync_at)
+{
+	struct pt_config config;
+	struct pt_packet_decoder *dec;
+	struct pt_packet pkt;
+	int n = 0, err;
+
+	pt_config_init(&config);
+	config.begin = (uint8_t *)buf;
+	config.end = (uint8_t *)buf + size;
+	dec = pt_pkt_alloc_decoder(&config);
+	assert_non_null(dec);
+	assert_true(pt_pkt_sync_forward(dec) >= 0);
+	assert_int_equal(pt_pkt_get_sync_offset(dec, sync_at), 0);
+	while ((err = pt_pkt_next(dec, &pkt, sizeof(pkt))) >= 0)
+		n++;
+	assert_int_equal(err, -pte_eos);
+	pt_pkt_free_decoder(dec);
+	return n;
+}
+
+/*
+ * Real Intel PT bytes (a 12 KiB AUX buffer captured on hardware, see its README in
+ * ../shared/testdata/hw-pt/keeper-perf-aux) written into a 16 KiB ring the way the
+ * hardware does, going round once: the linearised copy decodes to the same packets
+ * from its first PSB as the original.
+ */
+static void test_real_trace_wrapped(void **state)
+{
+	const char *shared = getenv("SHARED");
+	char path[512];
+	uint8_t trace[12288], *ring = calloc(1, 16384), *out = malloc(16384);
+	uint64_t sync_orig, sync_copy;
+	size_t n, start = 8192, i;
+	bool wrapped;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/testdata/hw-pt/keeper-perf-aux/traced_data.bin",
+		 shared && *shared ? shared : "/work/shared");
+	f = fopen(path, "rb");
+	if (!f) {
+		printf("SKIP: %s is not here (set SHARED to the shared directory)\n", path);
+		free(ring);
+		free(out);
+		skip();
+	}
+	n = fread(trace, 1, sizeof(trace), f);
+	fclose(f);
+	assert_int_equal(n, sizeof(trace));
+	for (i = 0; i < n; i++)
+		ring[(start + i) % 16384] = trace[i];
+	/* head = where the next byte would go: 4096, after one wrap */
+	assert_int_equal(aux_ring_copy(ring, 16384, (start + n) % 16384, false, out, &wrapped),
+			 16384);
+	assert_true(wrapped);
+	/* oldest first: the 4 KiB never written (zero = PAD), then the trace in order */
+	assert_memory_equal(out + 16384 - n, trace, n);
+	assert_int_equal(count_packets(out, 16384, &sync_copy),
+			 count_packets(trace, n, &sync_orig));
+	assert_int_equal(sync_copy, sync_orig + 16384 - n);
+	free(ring);
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -230,6 +298,7 @@ int main(void)
 		cmocka_unit_test(test_small_ring),
 		cmocka_unit_test(test_snapshot_user_page),
 		cmocka_unit_test(test_invalid),
+		cmocka_unit_test(test_real_trace_wrapped),
 	};
 
 	return cmocka_run_group_tests_name("aux_ring", tests, NULL, NULL);
