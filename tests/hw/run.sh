@@ -49,7 +49,10 @@ result() { # name status detail
 command -v perf >/dev/null || cannot "perf is not installed (Debian: linux-perf)"
 
 say "== build"
-make -j"$(nproc)" >"$out/build.log" 2>&1 || { tail -20 "$out/build.log"; cannot "the build failed"; }
+if ! make -j"$(nproc)" >"$out/build.log" 2>&1; then
+	tail -20 "$out/build.log"
+	cannot "the build failed"
+fi
 
 say "== ptbpf doctor"
 "$PTBPF" doctor | tee "$out/doctor.txt"
@@ -75,8 +78,9 @@ perf_calls() {
 
 # The same from ptbpf's FXT: one slice per call.
 fxt_calls() {
-	"$PYTHON" "$FXTCHECK" --stacks "$1" | awk '!/^#/ { d = $1; $1 = ""; sub(/^ /, "");
-		n = split($0, w, " "); name = w[1]; for (i = 2; i <= n - 2; i++) name = name " " w[i];
+	"$PYTHON" "$FXTCHECK" --stacks "$1" | awk '!/^#/ { $1 = ""; sub(/^ /, "");
+		n = split($0, w, " "); name = w[1]
+		for (i = 2; i <= n - 2; i++) name = name " " w[i]
 		print name }' | sort | uniq -c
 }
 
@@ -126,9 +130,11 @@ run_case() { # name freeze args...
 	hk=$(awk '/ hash_key /' "$dir/stacks.txt" | wc -l)
 	if grep -q " slow_path " "$dir/stacks.txt" && grep -q " rebuild_index " "$dir/stacks.txt" &&
 	   grep -q " wait_for_disk " "$dir/stacks.txt" && [ "$hk" -ge 64 ]; then
-		result "$name ($freeze): slow frames" ok "slow_path, rebuild_index, $hk hash_key calls"
+		result "$name ($freeze): slow frames" ok \
+			"slow_path, rebuild_index, $hk hash_key calls"
 	else
-		result "$name ($freeze): slow frames" FAIL "see $dir/stacks.txt ($hk hash_key calls)"
+		result "$name ($freeze): slow frames" FAIL \
+			"see $dir/stacks.txt ($hk hash_key calls)"
 	fi
 	perf_calls "$dir/capture.data" >"$dir/perf-calls.txt"
 	fxt_calls "$dir/trace.fxt" >"$dir/ptbpf-calls.txt"
@@ -147,7 +153,8 @@ for f in "${freezes[@]}"; do
 done
 
 say ""
-say "== ptbpf hardware self-test: $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
+cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)
+say "== ptbpf hardware self-test: $(uname -r),$cpu"
 for line in "${report[@]}"; do say "$line"; done
 say "results in $out"
 exit $failed
