@@ -93,11 +93,11 @@ struct cs_frame {
 				 * (its own begin while there is none) */
 	uint32_t name;		/* writer string id */
 	uint32_t slot;		/* see SLOT_NONE and friends */
-	enum frame_kind kind;
+	enum frame_kind kind;	/* how it was made, hence how it ends */
 };
 
 struct cs_thread {
-	uint32_t pid, tid;
+	uint32_t pid, tid;	/* the thread's key */
 	uint32_t fxt;		/* writer thread id */
 	bool live;		/* an epoch is open (it has a root frame) */
 	bool written;		/* this epoch was written early: parents are no longer
@@ -105,19 +105,19 @@ struct cs_thread {
 	uint64_t last;		/* latest timestamp seen, ns; later ones are clamped to it */
 	uint64_t t0;		/* start of the epoch, ns */
 	struct cs_frame *st;	/* internal stack, st[0] outermost */
-	uint32_t depth, capst;
+	uint32_t depth, capst;	/* frames on it; room for */
 	uint64_t untracked;	/* frames above CS_STACK_LIMIT, only counted */
 	struct cs_slot *log;	/* this epoch's slots, in file order */
-	uint32_t nlog, caplog;
+	uint32_t nlog, caplog;	/* slots held; room for */
 	struct cs_prefix *pre;	/* outermost frames, in the order found */
-	uint32_t npre, cappre;
+	uint32_t npre, cappre;	/* prefix frames held; room for */
 	struct cs_thread *hnext;/* next in the hash bucket */
 };
 
 /* An instant event held in a log until it is written. */
 struct cs_instant {
 	uint32_t name;				/* writer string id */
-	unsigned nargs;
+	unsigned nargs;				/* arguments in args */
 	struct fxt_arg args[FXT_MAX_ARGS];	/* names and string values are owned copies */
 };
 
@@ -141,32 +141,32 @@ struct cs_sym {
 /* Symbolizer name pointer -> writer string id (names are interned once per pointer). */
 struct cs_name_ent {
 	const char *ptr;	/* NULL: free entry */
-	uint32_t id;
+	uint32_t id;		/* writer string id of its text */
 };
 
 struct callstack {
-	struct fxt_writer *w;
-	cs_symbolize_fn symbolize;
-	void *ctx;
+	struct fxt_writer *w;		/* where slices go; not ours */
+	cs_symbolize_fn symbolize;	/* opts.symbolize, may be NULL */
+	void *ctx;			/* opts.ctx */
 	unsigned max_depth;	/* shown depths are 0..max_depth (the last one the marker) */
 	unsigned max_buffer;	/* slots a thread holds before writing early */
 	int err;		/* first error, sticky */
 
-	struct cs_thread **thash;	/* (pid, tid) buckets */
-	uint32_t thmask;
-	uint32_t nthreads;
+	struct cs_thread **thash;	/* (pid, tid) buckets, chained by hnext */
+	uint32_t thmask;		/* buckets - 1 (a power of two) */
+	uint32_t nthreads;		/* threads seen */
 	struct cs_thread *last_th;	/* the thread of the previous event */
 
-	struct cs_cache_ent *cache;
-	struct cs_name_ent *names;
-	uint32_t nmask, nnames;
+	struct cs_cache_ent *cache;	/* CS_CACHE_SIZE entries, two ways per set */
+	struct cs_name_ent *names;	/* open-addressed by pointer */
+	uint32_t nmask, nnames;		/* size of names - 1; entries used */
 
-	struct cs_instant **inst;	/* held instants; slots index this */
-	uint32_t ninst, capinst;
+	struct cs_instant **inst;	/* held instants (NULL once written); slots index this */
+	uint32_t ninst, capinst;	/* instants made; room for */
 
 	/* writer string ids of the synthetic names */
 	uint32_t id_unknown, id_syscall, id_untraced, id_limit, id_error, id_overflow;
-	struct cs_stats st;
+	struct cs_stats st;		/* counters for callstack__stats() */
 };
 
 static int fail(struct callstack *cs, int err)
@@ -946,7 +946,8 @@ int callstack__instant(struct callstack *cs, uint32_t pid, uint32_t tid, const c
 			err = -ENOMEM;
 	}
 	if (!err)
-		err = array_grow((void **)&cs->inst, &cs->capinst, cs->ninst + 1, sizeof(*cs->inst));
+		err = array_grow((void **)&cs->inst, &cs->capinst, cs->ninst + 1,
+				 sizeof(*cs->inst));
 	if (err) {
 		instant_free(in);
 		return fail(cs, err);

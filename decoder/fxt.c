@@ -103,9 +103,9 @@ struct txt_slice {
 struct txt_thread {
 	uint32_t thr;		/* thread id */
 	struct txt_slice *sl;	/* slices in begin order */
-	uint32_t nsl, capsl;
+	uint32_t nsl, capsl;	/* slices; room for */
 	uint32_t *stack;	/* open slices: index in sl, bit 31 set for complete events */
-	uint32_t nst, capst;
+	uint32_t nst, capst;	/* open slices; room for */
 };
 
 /* Text mode: a thread name from a thread kernel object (fxtcheck keys them by tid). */
@@ -136,23 +136,23 @@ struct fxt_writer {
 	bool z_init;		/* z needs deflateEnd() */
 
 	struct fxt_str *strs;	/* interned strings by id */
-	uint32_t nstrs, capstrs;
+	uint32_t nstrs, capstrs;	/* ids used (0 included); room for */
 	uint32_t *shash;	/* open-addressed content table of string ids, 0 = free */
 	uint32_t shmask;	/* size of shash - 1 (power of two) */
 	struct lru slru;	/* string indices */
 
 	struct fxt_thr *thrs;	/* threads by id */
-	uint32_t nthrs, capthrs;
+	uint32_t nthrs, capthrs;	/* ids used (0 included); room for */
 	uint32_t *thash;	/* open-addressed (pid, tid) table of thread ids, 0 = free */
-	uint32_t thmask;
+	uint32_t thmask;	/* size of thash - 1 (a power of two) */
 	struct lru tlru;	/* thread indices */
 
 	struct txt_thread *txt;	/* text mode threads, in order of first slice */
-	uint32_t ntxt, captxt;
+	uint32_t ntxt, captxt;	/* text threads; room for */
 	struct txt_name *tnames;/* text mode thread names, in definition order */
-	uint32_t ntnames, captnames;
+	uint32_t ntnames, captnames;	/* names; room for */
 
-	struct fxt_stats st;
+	struct fxt_stats st;	/* counters for fxt_writer__stats() */
 	char scratch[FXT_MAX_ARGS][FXT_MAX_NAME_LEN + 1];	/* sanitised string values */
 };
 

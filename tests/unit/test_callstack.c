@@ -942,6 +942,7 @@ static void random_sequence(struct sim *s, struct callstack *cs, uint32_t pid, u
 {
 	struct fxt_arg arg = { .name = "k", .type = FXT_ARG_STRING, .s = "v" };
 	int n = 10 + rnd() % 60, i, k, level;
+	uint64_t to;
 	int fns[8];
 
 	free(s->exp);
@@ -1005,7 +1006,8 @@ static void random_sequence(struct sim *s, struct callstack *cs, uint32_t pid, u
 		case 25:
 			s->t += dt;
 			sim_event(s, false);
-			assert_int_equal(callstack__instant(cs, pid, tid, "mark", s->t, &arg, 1), 0);
+			assert_int_equal(callstack__instant(cs, pid, tid, "mark", s->t, &arg, 1),
+					 0);
 			break;
 		case 26:
 			s->t += dt;
@@ -1019,8 +1021,8 @@ static void random_sequence(struct sim *s, struct callstack *cs, uint32_t pid, u
 			if (clean)
 				break;
 			s->t += dt;
-			assert_int_equal(callstack__return(cs, pid, tid, sim_pc(s),
-							   rnd() % 2 ? FN(f) + 7 : 0x1234, s->t), 0);
+			to = rnd() % 2 ? FN(f) + 7 : 0x1234;
+			assert_int_equal(callstack__return(cs, pid, tid, sim_pc(s), to, s->t), 0);
 			break;
 		case 28:	/* a burst of recursion */
 			for (i = (int)(rnd() % 24); i > 0 && s->depth < SIM_STACK - 1; i--)
@@ -1116,7 +1118,8 @@ static void check_section(unsigned tid, char **got, int ngot)
 			int j;
 
 			for (j = 0; j < nwant || j < ngot; j++)
-				print_error("  %-40.60s | %.60s\n", j < ngot ? got[j] : "", j < nwant ? want[j] : "");
+				print_error("  %-40.60s | %.60s\n", j < ngot ? got[j] : "",
+					    j < nwant ? want[j] : "");
 			print_error("thread %u, sorted line %d: got '%.80s' want '%.80s'\n", tid, i,
 				    i < ngot ? got[i] : "(none)", i < nwant ? want[i] : "(none)");
 			fail();
@@ -1134,7 +1137,7 @@ static void check_oracle(const char *stacks)
 {
 	static bool seen[PER_FILE];
 	char *copy = strdup(stacks), *p = copy, *line, *got[4096];
-	unsigned pid, tid = UINT32_MAX, i;
+	unsigned pid, tid = UINT32_MAX, prev = UINT32_MAX, i;
 	int ngot = 0, nwant;
 
 	memset(seen, 0, sizeof(seen));
@@ -1144,9 +1147,8 @@ static void check_oracle(const char *stacks)
 		if (p)
 			*p++ = 0;
 		if (!line || !*line || sscanf(line, "# thread pid=%u tid=%u", &pid, &tid) == 2) {
-			static unsigned prev = UINT32_MAX;
-
-			if (prev != UINT32_MAX && prev - 1000 < PER_FILE && batch_clean[prev - 1000]) {
+			/* the end of the previous thread's section */
+			if (prev - 1000 < PER_FILE && batch_clean[prev - 1000]) {
 				seen[prev - 1000] = true;
 				check_section(prev, got, ngot);
 			}

@@ -328,10 +328,14 @@ static void test_thread_recycling(void **state)
 	NEED_FXTCHECK();
 
 	trace_open(&t, "fxt", NULL);
-	for (r = 0; r < 3; r++)
-		for (i = 0; i < N; i++)
-			assert_int_equal(fxt_complete(t.w, 10 + i % 7, 1000 + i, NULL, "f",
-						      BASE + r * 10, BASE + r * 10 + 5, NULL, 0), 0);
+	for (r = 0; r < 3; r++) {
+		for (i = 0; i < N; i++) {
+			uint64_t ts = BASE + r * 10;
+
+			assert_int_equal(fxt_complete(t.w, 10 + i % 7, 1000 + i, NULL, "f", ts,
+						      ts + 5, NULL, 0), 0);
+		}
+	}
 	fxt_writer__stats(t.w, &st);
 	assert_int_equal(st.thread_records, 3 * N);
 	assert_int_equal(st.threads_recycled, 3 * N - 255);
@@ -345,7 +349,8 @@ static void test_thread_recycling(void **state)
 	}
 	assert_int_equal(threads + 1, N);	/* the first line has no '\n' before it */
 	assert_int_equal(slices, 3 * N);
-	assert_non_null(strstr(out, "# thread pid=15 tid=1299 name=\n0 f 0 5\n0 f 10 15\n0 f 20 25"));
+	assert_non_null(strstr(out, "# thread pid=15 tid=1299 name=\n"
+				    "0 f 0 5\n0 f 10 15\n0 f 20 25"));
 	free(out);
 	trace_unlink(&t);
 }
