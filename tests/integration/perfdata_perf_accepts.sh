@@ -4,8 +4,9 @@
 # perf 6.1 reads what ptbpf's perf.data writer writes, without a warning, and decodes
 # its PT: captures of tests/targets/pd_calls with PT from libipt's encoder give exactly
 # the program's calls and returns in `perf script --itrace=cr`. Per-CPU buffers with
-# CPU-wide switch records, per-thread buffers, and a call into the vDSO that perf can
-# follow only with the vDSO bytes stored in the capture, installed in a build-id cache.
+# CPU-wide switch records, per-thread buffers, both without TSC conversion (timeless),
+# and a call into the vDSO that perf can follow only with the vDSO bytes stored in the
+# capture, installed in a build-id cache.
 # ptbpf's trigger and vDSO records must be skipped silently, by perf inject too.
 . "$(dirname "$0")/perfdata_common.inc"
 need_perf
@@ -72,6 +73,9 @@ grep -q '^# cpuid : GenuineIntel,6,85,4' "$TMP/per-cpu.header" || fail "HEADER_C
 
 check per-thread --per-thread
 grep -q 'SWITCH' "$TMP/per-thread.dump" && fail "per-thread capture has switch records"
+
+check timeless --timeless
+check timeless-per-thread --timeless --per-thread
 
 check vdso-call --vdso-call
 grep -q '__vdso_getcpu' "$TMP/vdso-call.got" || fail "perf did not follow the call into the vDSO"

@@ -2,7 +2,8 @@
 /*
  * Test helper for the perf.data module:
  *
- *   perfdata_tool synth ELF OUT [--pad BYTES] [--vdso] [--vdso-call] [--per-thread] [--expect]
+ *   perfdata_tool synth ELF OUT [--pad BYTES] [--vdso] [--vdso-call] [--per-thread]
+ *                     [--timeless] [--expect]
  *       Writes OUT, a capture of one run of tests/targets/pd_calls (ELF) as the pt
  *       backend would record it on CPU 0: the intel_pt and sideband attrs,
  *       AUXTRACE_INFO, COMM/MMAP2/ITRACE_START/SWITCH_CPU_WIDE/EXIT/AUX, a trigger, and
@@ -10,6 +11,7 @@
  *       --pad appends BYTES of PAD packets to the trace (to fill a disk); --vdso stores
  *       this process's vDSO; --per-thread records one AUX buffer for the thread, as
  *       `perf record --per-thread` or magic-trace do, with no context switch records;
+ *       --timeless clears cap_user_time_zero (a kernel without TSC conversion);
  *       --vdso-call makes the indirect call go to __vdso_getcpu in the stored vDSO
  *       (mapped at VDSO_BASE) instead of leaf, its branches read from the image;
  *       --expect prints the calls and returns perf must report,
@@ -365,7 +367,7 @@ static int add_vdso(struct capture *cap)
 }
 
 static int synth(const char *elf_path, const char *out, size_t pad, bool vdso, bool vdso_call,
-		 bool per_thread)
+		 bool per_thread, bool timeless)
 {
 	static const uint64_t pt_id = 101, sb_id = 102;
 	struct perf_event_attr pt = { .size = sizeof(pt) }, sb = { .size = sizeof(sb) };
@@ -486,7 +488,12 @@ static int synth(const char *elf_path, const char *out, size_t pad, bool vdso, b
 		r.type = PERF_RECORD_SWITCH_CPU_WIDE;
 		r.misc = PERF_RECORD_MISC_SWITCH_OUT;
 		sample(&r, 0, sb_id, T0 + 90000);
-		err = err ?: capture__add_record(cap, &r);
+		/*
+		 * Timeless, perf decodes a CPU's buffer at the end, as the thread current on
+		 * that CPU then: after a switch-out, the idle thread (measured).
+		 */
+		if (!timeless)
+			err = err ?: capture__add_record(cap, &r);
 	}
 
 	memset(&r, 0, sizeof(r));
@@ -527,6 +534,8 @@ static int synth(const char *elf_path, const char *out, size_t pad, bool vdso, b
 	aux.idx = 0;
 	aux.cpu = per_thread ? UINT32_MAX : 0;
 	aux.tid = per_thread ? PID : UINT32_MAX;
+	if (timeless)
+		cap->pt.cap_user_time_zero = 0;
 	if (per_thread) {
 		cap->pt.per_cpu_mmaps = 0;
 		cap->pt.have_sched_switch = 0;
@@ -611,6 +620,7 @@ int main(int argc, char **argv)
 {
 	size_t pad = 0;
 	bool vdso = false, vdso_call = false, want_expect = false, per_thread = false;
+	bool timeless = false;
 	int i;
 
 	if (argc >= 4 && !strcmp(argv[1], "rewrite"))
@@ -627,16 +637,18 @@ int main(int argc, char **argv)
 				vdso_call = true;
 			else if (!strcmp(argv[i], "--per-thread"))
 				per_thread = true;
+			else if (!strcmp(argv[i], "--timeless"))
+				timeless = true;
 			else if (!strcmp(argv[i], "--expect"))
 				want_expect = true;
 		}
 		if (want_expect)
 			return expect(vdso_call);
 		if (argc >= 4)
-			return synth(argv[2], argv[3], pad, vdso, vdso_call, per_thread);
+			return synth(argv[2], argv[3], pad, vdso, vdso_call, per_thread, timeless);
 	}
 	fprintf(stderr, "usage: perfdata_tool synth ELF OUT [--pad BYTES] [--vdso] [--vdso-call] "
-			"[--per-thread] [--expect]\n"
+			"[--per-thread] [--timeless] [--expect]\n"
 			"       perfdata_tool install-vdso CAPTURE DIR\n"
 			"       perfdata_tool rewrite IN OUT\n");
 	return 2;
