@@ -8,6 +8,7 @@
 #include <argp.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -700,6 +701,27 @@ static void check_backends(void)
 		set_fix(CHK_BACKEND_SINGLESTEP, "%s", checks[CHK_PTRACE].fix);
 	}
 	facts.default_backend = pt ? "pt" : ss ? "singlestep" : NULL;
+
+	/* with a real PMU, try a real group: BTF says the field exists, not that PT takes it */
+	if (pt && facts.aux_pause && !strcmp(env.sysfs_root, "/sys")) {
+		int cpu = sched_getcpu() < 0 ? 0 : sched_getcpu();
+		int fd = pt_open_probe_event(pt_pmu__type(facts.pmu), cpu);
+		int err = fd < 0 ? fd : pt_probe_aux_pause(fd, cpu);
+
+		if (fd >= 0)
+			close(fd);
+		if (err) {
+			facts.aux_pause = false;
+			set(CHK_AUX_PAUSE, false, "perf_event_attr.aux_pause is in the kernel's "
+			    "BTF, but a PT group refused an aux_pause member: %s",
+			    strerror(-err));
+			set_fix(CHK_AUX_PAUSE, "a kernel whose intel_pt driver supports "
+				"pause/resume (6.13+)");
+		} else {
+			set(CHK_AUX_PAUSE, true, "perf_event_attr.aux_pause is in the kernel's "
+			    "BTF, and a PT group took an aux_pause member");
+		}
+	}
 
 	/* which freeze a capture would get, and what pt would get were it usable */
 	facts.pt_freeze_path = facts.aux_pause && facts.uprobe_events ? "aux_pause" :

@@ -295,29 +295,13 @@ static int cpu_open(struct backend *b, struct pt_cpu *c, int index)
 	return 0;
 }
 
-/*
- * Whether this kernel accepts aux_pause members in a PT group: a software event with
- * aux_pause joined to `leader` (perf_event_open() checks the flags and the leader's
- * PERF_PMU_CAP_AUX_PAUSE; older kernels refuse the then-reserved bits with EINVAL).
- */
 static bool probe_aux_pause(int leader, int cpu)
 {
-	struct perf_event_attr a = {
-		.size = sizeof(a),
-		.type = PERF_TYPE_SOFTWARE,
-		.config = PERF_COUNT_SW_DUMMY,
-		.sample_period = 1,
-	};
-	int fd;
+	int err = pt_probe_aux_pause(leader, cpu);
 
-	pt_attr_set_aux_action(&a, PT_AUX_PAUSE);
-	fd = perf_event_open(&a, -1, cpu, leader);
-	if (fd < 0) {
-		vlog("pt: no aux_pause members (%s): the loader will freeze PT\n", strerror(errno));
-		return false;
-	}
-	close(fd);
-	return true;
+	if (err)
+		vlog("pt: no aux_pause members (%s): the loader will freeze PT\n", strerror(-err));
+	return !err;
 }
 
 /* This CPU's aux_pause members, one per gate. */

@@ -360,11 +360,7 @@ static void cpu_hint(char *buf, size_t size)
 			 model[0] ? ", " : "", model, hv ? ", and this is a virtual machine" : "");
 }
 
-/*
- * Open (disabled) and close one PT event on this CPU, to catch what sysfs cannot show:
- * another PT user (the PMU is exclusive), a PMU the hypervisor does not back.
- */
-static int try_open(uint32_t type, char *why, size_t size)
+int pt_open_probe_event(uint32_t type, int cpu)
 {
 	struct perf_event_attr attr = {
 		.size = sizeof(attr),
@@ -373,14 +369,48 @@ static int try_open(uint32_t type, char *why, size_t size)
 		.exclude_kernel = 1,
 		.exclude_hv = 1,
 	};
+	int fd;
+
+	fd = syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int pt_probe_aux_pause(int leader_fd, int cpu)
+{
+	struct perf_event_attr a = {
+		.size = sizeof(a),
+		.type = PERF_TYPE_SOFTWARE,
+		.config = PERF_COUNT_SW_DUMMY,
+		.sample_period = 1,
+	};
+	int fd;
+
+	if (leader_fd < 0)
+		return -EINVAL;
+	pt_attr_set_aux_action(&a, PT_AUX_PAUSE);
+	fd = syscall(SYS_perf_event_open, &a, -1, cpu, leader_fd, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+/*
+ * Open (disabled) and close one PT event on this CPU, to catch what sysfs cannot show:
+ * another PT user (the PMU is exclusive), a PMU the hypervisor does not back.
+ */
+static int try_open(uint32_t type, char *why, size_t size)
+{
 	int cpu = sched_getcpu(), fd, err;
 
-	fd = syscall(SYS_perf_event_open, &attr, -1, cpu < 0 ? 0 : cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	if (cpu < 0)
+		cpu = 0;
+	fd = pt_open_probe_event(type, cpu);
 	if (fd >= 0) {
 		close(fd);
 		return 0;
 	}
-	err = -errno;
+	err = fd;
 	if (why && size)
 		snprintf(why, size, "opening an intel_pt event (type %u) on CPU %d failed: %s%s",
 			 type, cpu, strerror(-err), err == -EBUSY ? "; fix: stop the other Intel "

@@ -147,6 +147,20 @@ void pt_attr_pt(struct perf_event_attr *attr, uint32_t type, const uint64_t conf
 void pt_attr_trigger(struct perf_event_attr *attr, uint64_t tp_id);
 
 /*
+ * Whether this kernel takes aux_pause members in a PT group, tried for real: a software
+ * dummy event with aux_pause joined to the PT event `leader_fd` on `cpu` (the kernel
+ * checks the flag and the leader's PERF_PMU_CAP_AUX_PAUSE; before 6.13 the bits were
+ * reserved and refused with EINVAL). Returns 0 if accepted, else -errno of the refusal.
+ */
+int pt_probe_aux_pause(int leader_fd, int cpu);
+
+/*
+ * Open one disabled, user-only PT event of PMU `type` on `cpu` with the default config
+ * bits that every PT CPU accepts (tsc), for probes. Returns the fd or -errno.
+ */
+int pt_open_probe_event(uint32_t type, int cpu);
+
+/*
  * The intel_pt AUXTRACE_INFO words that come from the PMU and the config (perf's
  * intel_pt_info_fill()): PMU type, the tsc/noretcomp/mtc/cyc bits and mtc_period field
  * (as config masks, like perf), the TSC:CTC ratio, max_nonturbo_ratio, per-CPU snapshot
