@@ -41,7 +41,7 @@
 /* Frames kept on the internal stack; deeper calls are only counted (runaway recursion). */
 #define CS_STACK_LIMIT (1u << 16)
 /* Entries of the (pid, address) -> symbol cache, a power of two. */
-#define CS_CACHE_SIZE (1u << 13)
+#define CS_CACHE_SIZE (1u << 14)
 /* The longest x86 instruction: a return lands at most this far after its call. */
 #define X86_MAX_INSN 15
 

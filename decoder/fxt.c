@@ -80,7 +80,6 @@ struct fxt_str {
 	char *s;		/* sanitised text, NUL-terminated, owned */
 	uint32_t len;		/* bytes in s, <= FXT_MAX_NAME_LEN */
 	uint32_t hash;		/* FNV-1a of s, for the content table */
-	uint16_t idx;		/* FXT string index defining it now, 0 if none */
 };
 
 /* A thread; its id is its position in fxt_writer.thrs (0 is unused). */
@@ -136,6 +135,8 @@ struct fxt_writer {
 	bool z_init;		/* z needs deflateEnd() */
 
 	struct fxt_str *strs;	/* interned strings by id */
+	uint16_t *sidx;		/* FXT string index defining each id now, 0 if none; apart
+				 * from strs so that the hot lookups stay in few cache lines */
 	uint32_t nstrs, capstrs;	/* ids used (0 included); room for */
 	uint32_t *shash;	/* open-addressed content table of string ids, 0 = free */
 	uint32_t shmask;	/* size of shash - 1 (power of two) */
@@ -335,6 +336,24 @@ static int str_hash_grow(struct fxt_writer *w)
 	return 0;
 }
 
+/* Room for `need` strings in strs and sidx. */
+static int strs_grow(struct fxt_writer *w, uint32_t need)
+{
+	uint32_t cap = w->capstrs;
+	int err;
+
+	err = array_grow((void **)&w->strs, &cap, need, sizeof(*w->strs));
+	if (!err && cap != w->capstrs) {
+		uint16_t *n = realloc(w->sidx, cap * sizeof(*w->sidx));
+
+		if (!n)
+			return -ENOMEM;	/* strs grew; capstrs still says how far both reach */
+		w->sidx = n;
+		w->capstrs = cap;
+	}
+	return err;
+}
+
 int fxt_intern(struct fxt_writer *w, const char *s, uint32_t *id)
 {
 	char buf[FXT_MAX_NAME_LEN + 1];
@@ -366,7 +385,7 @@ int fxt_intern(struct fxt_writer *w, const char *s, uint32_t *id)
 		for (j = h & w->shmask; w->shash[j]; j = (j + 1) & w->shmask)
 			;
 	}
-	err = array_grow((void **)&w->strs, &w->capstrs, w->nstrs + 1, sizeof(*w->strs));
+	err = strs_grow(w, w->nstrs + 1);
 	if (err)
 		return err;
 	e = &w->strs[w->nstrs];
@@ -376,7 +395,7 @@ int fxt_intern(struct fxt_writer *w, const char *s, uint32_t *id)
 	memcpy(e->s, buf, len + 1);
 	e->len = len;
 	e->hash = h;
-	e->idx = 0;
+	w->sidx[w->nstrs] = 0;
 	w->shash[j] = w->nstrs;
 	*id = w->nstrs++;
 	w->st.names_fixed += fixed;
@@ -464,17 +483,18 @@ static inline uint16_t str_ref(struct fxt_writer *w, uint32_t id)
 
 	if (!id)
 		return 0;
-	e = &w->strs[id];
-	if (e->idx) {
-		lru_touch(&w->slru, e->idx);
-		return e->idx;
+	idx = w->sidx[id];
+	if (idx) {
+		lru_touch(&w->slru, idx);
+		return idx;
 	}
 	idx = lru_take(&w->slru, id, &evicted);
 	if (evicted) {
-		w->strs[evicted].idx = 0;
+		w->sidx[evicted] = 0;
 		w->st.strings_recycled++;
 	}
-	e->idx = idx;
+	w->sidx[id] = idx;
+	e = &w->strs[id];
 	p = out_words(w, 1 + stream_words(e->len));
 	p[0] = le(REC_STRING | (1 + stream_words(e->len)) << 4 | (uint64_t)idx << 16 |
 		  (uint64_t)e->len << 32);
@@ -1138,11 +1158,11 @@ int fxt_writer__open(struct fxt_writer **out, const char *path, const struct fxt
 	if (!w->buf || !w->shash || !w->thash || lru_init(&w->slru, STR_SLOTS) ||
 	    lru_init(&w->tlru, THR_SLOTS))
 		goto err_out;
-	if (array_grow((void **)&w->strs, &w->capstrs, 1024, sizeof(*w->strs)) ||
-	    array_grow((void **)&w->thrs, &w->capthrs, 64, sizeof(*w->thrs)))
+	if (strs_grow(w, 1024) || array_grow((void **)&w->thrs, &w->capthrs, 64, sizeof(*w->thrs)))
 		goto err_out;
 	/* id 0: the empty string, and no thread */
 	w->strs[0] = (struct fxt_str){ .s = strdup("") };
+	w->sidx[0] = 0;
 	memset(&w->thrs[0], 0, sizeof(w->thrs[0]));
 	if (!w->strs[0].s)
 		goto err_out;
@@ -1222,6 +1242,7 @@ int fxt_writer__close(struct fxt_writer *w)
 	free(w->txt);
 	free(w->tnames);
 	free(w->strs);
+	free(w->sidx);
 	free(w->shash);
 	free(w->thrs);
 	free(w->thash);
