@@ -15,6 +15,8 @@
 enum decode_format {
 	DECODE_FXT,		/* Fuchsia trace (.fxt, .fxt.gz) */
 	DECODE_TEXT,		/* per thread, "depth name begin_ns end_ns" per slice */
+	DECODE_CALLS,		/* one line per event: "PID/TID TIME KIND FROM TO NAME", for
+				 * diffing with `perf script --itrace=cr` */
 };
 
 struct decode_opts {

@@ -1,13 +1,376 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* `ptbpf decode`: a capture (perf.data) or raw PT with images -> FXT, text or a call list. */
+#include <argp.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "log.h"
+#include "perfdata.h"
+#include "ptdecode.h"
+
+#define MAX_RAW_IMAGES 4096
+
+struct decode_env {
+	const char *capture;		/* positional: perf.data file or directory */
+	struct decode_opts opts;
+	struct raw_decode_opts raw;
+	struct raw_image *images;	/* --elf / --raw, in command-line order */
+	unsigned nr_images;
+	bool have_raw_params;		/* a raw-only option was given */
+	bool stats;
+	const char *info;		/* --info FILE */
+	int verbose;
+};
+
+static const char decode_doc[] =
+	"Decode a capture into a Fuchsia trace (FXT) that ui.perfetto.dev opens.\n"
+	"\n"
+	"CAPTURE is a perf.data file (or directory) written by ptbpf --keep-capture or by "
+	"`perf record -e intel_pt//`. With --raw-pt, a raw PT dump is decoded against the "
+	"images given with --elf and --raw, as libipt's ptxed does."
+	"\v"
+	"Examples:\n"
+	"  ptbpf decode run.data -o run.fxt\n"
+	"  ptbpf decode perf.data --sysroot ./symfs -o trace.fxt.gz\n"
+	"  ptbpf decode perf.data --format text -o -\n"
+	"  ptbpf decode --raw-pt pt.bin --elf ./hello --cpu 6/85/4 --mtc-freq 3 \\\n"
+	"      --nom-freq 37 --cpuid-0x15 2,308 -o hello.fxt\n"
+	"  ptbpf decode --info perf.data\n"
+	"\n"
+	"--format text prints, per thread, one line per slice: DEPTH NAME BEGIN_NS END_NS. "
+	"--format calls prints one line per control-flow event: PID/TID TIME KIND FROM TO NAME.";
+
+enum {
+	OPT_RAW_PT = 0x100,
+	OPT_ELF,
+	OPT_RAW,
+	OPT_CPU,
+	OPT_MTC_FREQ,
+	OPT_NOM_FREQ,
+	OPT_CPUID_15,
+	OPT_TSC_HZ,
+	OPT_SYSROOT,
+	OPT_DEBUG_DIR,
+	OPT_FORMAT,
+	OPT_STATS,
+	OPT_STRICT,
+	OPT_KERNEL,
+	OPT_INFO,
+	OPT_PROGRESS,
+};
+
+static const struct argp_option decode_options[] = {
+	{ NULL, 0, NULL, 0, "Output:", 1 },
+	{ "output", 'o', "FILE", 0,
+	  "Output file: .fxt, .fxt.gz (compressed), or - for stdout (text and calls formats)" },
+	{ "format", OPT_FORMAT, "fxt|text|calls", 0, "Output format (default fxt)" },
+	{ "stats", OPT_STATS, NULL, 0,
+	  "Print instructions, blocks, calls, errors, syncs, bytes and time on stderr" },
+	{ "info", OPT_INFO, "FILE", 0, "Summarise a capture (CPUs, PT config, buffers, threads)" },
+
+	{ NULL, 0, NULL, 0, "Finding the code:", 2 },
+	{ "sysroot", OPT_SYSROOT, "DIR", 0,
+	  "Look for the capture's binaries under DIR (as perf's --symfs)" },
+	{ "debug-dir", OPT_DEBUG_DIR, "DIR", 0,
+	  "Build-id cache holding binaries and debug files (default ~/.debug)" },
+	{ "kernel", OPT_KERNEL, NULL, 0,
+	  "Decode kernel code too, from the capture's kcore copy and kallsyms" },
+	{ "strict", OPT_STRICT, NULL, 0,
+	  "Fail on a missing binary or a decode error instead of marking it in the trace" },
+
+	{ NULL, 0, NULL, 0, "Raw PT (ptxed style):", 3 },
+	{ "raw-pt", OPT_RAW_PT, "FILE", 0, "Decode raw PT from FILE instead of a capture" },
+	{ "elf", OPT_ELF, "FILE[:BASE]", 0,
+	  "Load the executable segments of an ELF file; BASE: where its lowest segment goes "
+	  "(repeatable)" },
+	{ "raw", OPT_RAW, "FILE[:FROM[-TO]]:VADDR", 0,
+	  "Load bytes FROM..TO (default: all) of FILE at VADDR (repeatable)" },
+	{ "cpu", OPT_CPU, "F/M/S", 0,
+	  "CPU family/model/stepping of the recording CPU (enables its errata workarounds)" },
+	{ "mtc-freq", OPT_MTC_FREQ, "N", 0, "MTC frequency (IA32_RTIT_CTL.MTCFreq)" },
+	{ "nom-freq", OPT_NOM_FREQ, "N", 0, "Nominal frequency ratio (max non-turbo)" },
+	{ "cpuid-0x15", OPT_CPUID_15, "EAX,EBX", 0, "CPUID leaf 0x15: TSC/CTC ratio EBX/EAX" },
+	{ "tsc-hz", OPT_TSC_HZ, "HZ", 0, "TSC frequency, for times in ns (default: ticks)" },
+
+	{ NULL, 0, NULL, 0, "Other:", 4 },
+	{ "jobs", 'j', "N", 0, "Decoder threads (default: number of cores)" },
+	{ "progress", OPT_PROGRESS, NULL, 0,
+	  "Show progress on stderr when decoding takes more than a second (default on a tty)" },
+	{ "verbose", 'v', NULL, 0, "More output; repeat for debug output" },
+	{},
+};
+
+/* "PATH:NUMBER" -> number; the path keeps anything that is not a number after ':'. */
+static bool split_number(char *arg, uint64_t *v)
+{
+	char *colon = strrchr(arg, ':');
+
+	if (!colon || parse_u64(colon + 1, 0, UINT64_MAX, v))
+		return false;
+	*colon = '\0';
+	return true;
+}
+
+static int add_image(struct argp_state *state, struct decode_env *env, const char *opt,
+		     const char *arg)
+{
+	struct raw_image *im;
+	char *copy;
+
+	if (env->nr_images >= MAX_RAW_IMAGES)
+		return usage_error(state, "too many images (at most %d)", MAX_RAW_IMAGES);
+	if (!env->images) {
+		env->images = calloc(MAX_RAW_IMAGES, sizeof(*env->images));
+		if (!env->images)
+			return ENOMEM;
+	}
+	copy = strdup(arg);
+	if (!copy)
+		return ENOMEM;
+	im = &env->images[env->nr_images];
+	im->path = copy;
+	if (!strcmp(opt, "--elf")) {
+		im->elf = true;
+		split_number(copy, &im->vaddr);
+	} else {
+		char *colon, *dash;
+
+		if (!split_number(copy, &im->vaddr))
+			return usage_error(state, "invalid --raw '%s': expected FILE[:FROM[-TO]]:VADDR",
+					   arg);
+		/* an optional FROM[-TO] before the address */
+		colon = strrchr(copy, ':');
+		if (colon) {
+			dash = strchr(colon + 1, '-');
+			if (dash)
+				*dash = '\0';
+			if (!parse_u64(colon + 1, 0, UINT64_MAX, &im->from) &&
+			    (!dash || !parse_u64(dash + 1, 0, UINT64_MAX, &im->to))) {
+				*colon = '\0';
+				if (dash && im->to <= im->from)
+					return usage_error(state, "invalid --raw '%s': TO must be "
+							   "greater than FROM", arg);
+			} else {
+				if (dash)
+					*dash = '-';
+				im->from = im->to = 0;
+			}
+		}
+	}
+	env->nr_images++;
+	env->have_raw_params = true;
+	return 0;
+}
+
+static int u32_arg(struct argp_state *state, const char *opt, const char *arg, uint32_t max,
+		   uint32_t *out)
+{
+	uint64_t v;
+
+	if (parse_u64(arg, 0, max, &v))
+		return usage_error(state, "invalid value for %s: '%s' (an integer from 0 to %u)",
+				   opt, arg, max);
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static error_t parse_decode_opt(int key, char *arg, struct argp_state *state)
+{
+	struct decode_env *env = state->input;
+	struct raw_decode_opts *raw = &env->raw;
+	unsigned f, m, s;
+	uint64_t v;
+	char tail;
+
+	switch (key) {
+	case 'o':
+		env->opts.output = arg;
+		return 0;
+	case OPT_FORMAT:
+		if (!strcmp(arg, "fxt"))
+			env->opts.format = DECODE_FXT;
+		else if (!strcmp(arg, "text"))
+			env->opts.format = DECODE_TEXT;
+		else if (!strcmp(arg, "calls"))
+			env->opts.format = DECODE_CALLS;
+		else
+			return usage_error(state, "invalid --format '%s': fxt, text or calls", arg);
+		return 0;
+	case OPT_STATS:
+		env->stats = true;
+		return 0;
+	case OPT_INFO:
+		env->info = arg;
+		return 0;
+	case OPT_SYSROOT:
+		env->opts.sysroot = arg;
+		return 0;
+	case OPT_DEBUG_DIR:
+		env->opts.debug_dir = arg;
+		return 0;
+	case OPT_KERNEL:
+		env->opts.kernel = true;
+		return 0;
+	case OPT_STRICT:
+		env->opts.strict = true;
+		return 0;
+	case OPT_RAW_PT:
+		raw->pt_path = arg;
+		return 0;
+	case OPT_ELF:
+		return add_image(state, env, "--elf", arg);
+	case OPT_RAW:
+		return add_image(state, env, "--raw", arg);
+	case OPT_CPU:
+		if (sscanf(arg, "%u/%u/%u%c", &f, &m, &s, &tail) != 3 || !f || f > 0xffff ||
+		    m > 0xff || s > 0xff)
+			return usage_error(state, "invalid --cpu '%s': expected FAMILY/MODEL/STEPPING, "
+					   "e.g. 6/85/4", arg);
+		raw->cpu_family = f;
+		raw->cpu_model = m;
+		raw->cpu_stepping = s;
+		env->have_raw_params = true;
+		return 0;
+	case OPT_MTC_FREQ:
+		env->have_raw_params = true;
+		return u32_arg(state, "--mtc-freq", arg, 15, &raw->mtc_freq);
+	case OPT_NOM_FREQ:
+		env->have_raw_params = true;
+		return u32_arg(state, "--nom-freq", arg, 255, &raw->nom_freq);
+	case OPT_CPUID_15:
+		if (sscanf(arg, "%u,%u%c", &f, &m, &tail) != 2)
+			return usage_error(state, "invalid --cpuid-0x15 '%s': expected EAX,EBX, "
+					   "e.g. 2,308", arg);
+		raw->cpuid_0x15_eax = f;
+		raw->cpuid_0x15_ebx = m;
+		env->have_raw_params = true;
+		return 0;
+	case OPT_TSC_HZ:
+		if (parse_u64(arg, 1, UINT64_MAX, &v))
+			return usage_error(state, "invalid --tsc-hz '%s': a positive integer", arg);
+		raw->tsc_hz = v;
+		env->have_raw_params = true;
+		return 0;
+	case 'j':
+		if (parse_u64(arg, 1, 1024, &v))
+			return usage_error(state, "invalid value for -j: '%s' (an integer from 1 to "
+					   "1024)", arg);
+		env->opts.jobs = (int)v;
+		return 0;
+	case OPT_PROGRESS:
+		env->opts.progress = true;
+		return 0;
+	case 'v':
+		env->verbose++;
+		return 0;
+	case ARGP_KEY_ARG:
+		if (env->capture)
+			return usage_error(state, "more than one capture: '%s' and '%s'",
+					   env->capture, arg);
+		env->capture = arg;
+		return 0;
+	case ARGP_KEY_END:
+		if (env->info)
+			return 0;
+		if (env->raw.pt_path && env->capture)
+			return usage_error(state, "give a CAPTURE or --raw-pt FILE, not both");
+		if (!env->raw.pt_path && !env->capture)
+			return usage_error(state, "nothing to decode: give a CAPTURE or --raw-pt FILE");
+		if (!env->raw.pt_path && env->have_raw_params)
+			return usage_error(state, "--elf, --raw, --cpu, --mtc-freq, --nom-freq, "
+					   "--cpuid-0x15 and --tsc-hz go with --raw-pt");
+		if (env->raw.pt_path && !env->nr_images)
+			return usage_error(state, "--raw-pt needs the code: give --elf FILE or --raw "
+					   "FILE:VADDR");
+		if (!env->opts.output && env->opts.format == DECODE_FXT)
+			return usage_error(state, "missing -o OUT.fxt (or --format text -o -)");
+		return 0;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+}
+
+static void print_stats(const struct decode_stats *st)
+{
+	double mb = st->bytes / 1e6;
+
+	fprintf(stderr,
+		"instructions  %" PRIu64 "\n"
+		"blocks        %" PRIu64 "\n"
+		"calls         %" PRIu64 "\n"
+		"returns       %" PRIu64 "\n"
+		"errors        %" PRIu64 "\n"
+		"overflows     %" PRIu64 "\n"
+		"syncs         %" PRIu64 "\n"
+		"bytes         %" PRIu64 "\n"
+		"threads       %" PRIu64 "\n"
+		"span          %.6f s\n"
+		"time          %.3f s (%.1f MB/s of PT)\n",
+		st->insns, st->blocks, st->calls, st->returns, st->errors, st->overflows,
+		st->syncs, st->bytes, st->threads,
+		st->last_time > st->first_time ? (st->last_time - st->first_time) / 1e9 : 0.0,
+		st->seconds, st->seconds > 0 ? mb / st->seconds : 0.0);
+}
 
 int cmd_decode(int argc, char **argv)
 {
-	if (argc == 3 && !strcmp(argv[1], "--info"))
-		return cmd_decode_info(argv[2]);
-	elog("decode: not implemented yet\n");
-	return 2;
+	static const struct argp argp = {
+		.options = decode_options,
+		.parser = parse_decode_opt,
+		.args_doc = "CAPTURE",
+		.doc = decode_doc,
+	};
+	struct decode_env env = {
+		.opts = { .format = DECODE_FXT, .progress = isatty(STDERR_FILENO) },
+	};
+	struct decode_stats stats = {};
+	struct capture *cap = NULL;
+	unsigned i;
+	int err;
+
+	err = cli_parse(&argp, argc, argv, 0, &env);
+	if (err)
+		goto cleanup;
+	ptbpf_log_level = env.verbose;
+	if (env.info) {
+		err = cmd_decode_info(env.info);
+		goto cleanup;
+	}
+	if (env.opts.output && !strcmp(env.opts.output, "-"))
+		env.opts.output = NULL;
+	if (!env.opts.jobs) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+		env.opts.jobs = n > 0 ? (int)n : 1;
+	}
+
+	if (env.raw.pt_path) {
+		env.raw.images = env.images;
+		env.raw.nr_images = env.nr_images;
+		err = ptdecode_raw(&env.raw, &env.opts, &stats);
+	} else {
+		err = perfdata_read(env.capture, &cap);
+		if (!err)
+			err = ptdecode_capture(cap, &env.opts, &stats);
+	}
+	if (env.stats && (!err || stats.bytes))
+		print_stats(&stats);
+	if (err) {
+		if (err == -EIO && env.opts.strict && stats.errors)
+			elog("%" PRIu64 " decode error(s) (--strict)\n", stats.errors);
+		err = 1;
+	}
+
+cleanup:
+	capture__free(cap);
+	for (i = 0; i < env.nr_images; i++)
+		free((char *)env.images[i].path);
+	free(env.images);
+	return err;
 }

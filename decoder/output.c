@@ -1,0 +1,387 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Sinks of the merged event stream.
+ *
+ * FXT and text: the call-stack builder (decoder/callstack.c) over the FXT writer, which
+ * in text mode prints what `fxtcheck.py --stacks` prints. The builder asks for symbols by
+ * (pid, address); the sink remembers which address space each process is in, from the
+ * events it passes on, and answers through the symbolizer.
+ *
+ * Calls: one line per event, "PID/TID TIME_NS KIND FROM TO NAME", for diffing with
+ * `perf script --itrace=cr` (tests/integration/decode_perf_*.sh).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fxt.h"
+#include "log.h"
+#include "ptd.h"
+
+/* pid -> address space its events are in now. */
+struct pid_as {
+	uint32_t pid;		/* key; UINT32_MAX: empty */
+	int32_t as;
+};
+
+/* Threads that got at least one control-flow event. */
+struct seen_thread {
+	uint64_t key;		/* pid << 32 | tid, plus one; 0: empty */
+};
+
+struct ptd_output {
+	struct ptd_output_opts o;
+	enum decode_format format;
+	struct fxt_writer *w;		/* FXT / text */
+	struct callstack *cs;
+	FILE *f;			/* calls format */
+	bool close_f;
+	struct pid_as *pids;		/* open addressing, power of two */
+	size_t pids_size, pids_used;
+	struct seen_thread *seen;	/* open addressing, power of two */
+	size_t seen_size, seen_used;
+	uint64_t first_time, last_time;	/* of control-flow events */
+	bool trigger_placed;
+	int err;
+};
+
+static size_t hash32(uint32_t v, size_t size)
+{
+	return (size_t)((v * 0x9e3779b97f4a7c15ull) >> 20) & (size - 1);
+}
+
+static int pid_set(struct ptd_output *o, uint32_t pid, int as)
+{
+	size_t h;
+
+	if (o->pids_used * 2 >= o->pids_size) {
+		size_t size = o->pids_size ? o->pids_size * 2 : 64, i;
+		struct pid_as *v = malloc(size * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		for (i = 0; i < size; i++)
+			v[i].pid = UINT32_MAX;
+		for (i = 0; i < o->pids_size; i++) {
+			if (o->pids[i].pid == UINT32_MAX)
+				continue;
+			h = hash32(o->pids[i].pid, size);
+			while (v[h].pid != UINT32_MAX)
+				h = (h + 1) & (size - 1);
+			v[h] = o->pids[i];
+		}
+		free(o->pids);
+		o->pids = v;
+		o->pids_size = size;
+	}
+	h = hash32(pid, o->pids_size);
+	while (o->pids[h].pid != UINT32_MAX && o->pids[h].pid != pid)
+		h = (h + 1) & (o->pids_size - 1);
+	if (o->pids[h].pid == UINT32_MAX)
+		o->pids_used++;
+	o->pids[h].pid = pid;
+	o->pids[h].as = as;
+	return 0;
+}
+
+static int pid_get(const struct ptd_output *o, uint32_t pid)
+{
+	size_t h;
+
+	if (!o->pids_size)
+		return -1;
+	h = hash32(pid, o->pids_size);
+	while (o->pids[h].pid != UINT32_MAX) {
+		if (o->pids[h].pid == pid)
+			return o->pids[h].as;
+		h = (h + 1) & (o->pids_size - 1);
+	}
+	return -1;
+}
+
+static size_t seen_slot(const struct seen_thread *v, size_t size, uint64_t key)
+{
+	size_t h = hash32((uint32_t)(key ^ (key >> 32)), size);
+
+	while (v[h].key && v[h].key != key)
+		h = (h + 1) & (size - 1);
+	return h;
+}
+
+static bool seen_has(const struct ptd_output *o, uint32_t pid, uint32_t tid)
+{
+	uint64_t key = ((uint64_t)pid << 32 | tid) + 1;
+
+	return o->seen_size && o->seen[seen_slot(o->seen, o->seen_size, key)].key == key;
+}
+
+static int seen_add(struct ptd_output *o, uint32_t pid, uint32_t tid)
+{
+	uint64_t key = ((uint64_t)pid << 32 | tid) + 1;
+	size_t h;
+
+	if (o->seen_used * 2 >= o->seen_size) {
+		size_t size = o->seen_size ? o->seen_size * 2 : 64, i;
+		struct seen_thread *v = calloc(size, sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		for (i = 0; i < o->seen_size; i++)
+			if (o->seen[i].key)
+				v[seen_slot(v, size, o->seen[i].key)] = o->seen[i];
+		free(o->seen);
+		o->seen = v;
+		o->seen_size = size;
+	}
+	h = seen_slot(o->seen, o->seen_size, key);
+	if (!o->seen[h].key) {
+		o->seen[h].key = key;
+		o->seen_used++;
+	}
+	return 0;
+}
+
+static int symbolize(void *ctx, uint32_t pid, uint64_t addr, struct cs_symbol *out)
+{
+	struct ptd_output *o = ctx;
+
+	return symbols__lookup(o->o.symbols, pid_get(o, pid), addr, out);
+}
+
+static const char *stop_name(unsigned reason)
+{
+	switch (reason) {
+	case CS_STOP_SYSCALL:
+		return "syscall";
+	case CS_STOP_UNTRACED:
+		return "untraced";
+	case CS_STOP_OVERFLOW:
+		return "overflow";
+	default:
+		return "end";
+	}
+}
+
+static int trigger_instant(struct ptd_output *o, const struct ptd_event *ev)
+{
+	const struct pd_trigger *t = o->o.trigger;
+	struct fxt_arg args[6];
+	unsigned n = 0;
+
+	args[n++] = (struct fxt_arg){ .name = "trigger", .type = FXT_ARG_STRING,
+				      .s = t->desc ? t->desc : "" };
+	args[n++] = (struct fxt_arg){ .name = "ip", .type = FXT_ARG_POINTER, .u = t->ip };
+	args[n++] = (struct fxt_arg){ .name = "cpu", .type = FXT_ARG_UINT32, .u = t->cpu };
+	if (t->latency_ns)
+		args[n++] = (struct fxt_arg){ .name = "latency_ns", .type = FXT_ARG_UINT64,
+					      .u = t->latency_ns };
+	args[n++] = (struct fxt_arg){ .name = "arg0", .type = FXT_ARG_UINT64, .u = t->arg0 };
+	args[n++] = (struct fxt_arg){ .name = "arg1", .type = FXT_ARG_UINT64, .u = t->arg1 };
+	return callstack__instant(o->cs, ev->pid, ev->tid, "[trigger]", ev->time, args, n);
+}
+
+static int cs_event(struct ptd_output *o, const struct ptd_event *ev)
+{
+	struct callstack *cs = o->cs;
+	const char *name;
+	int err;
+
+	switch (ev->kind) {
+	case PTD_CALL:
+		return callstack__call(cs, ev->pid, ev->tid, ev->from, ev->to, ev->time);
+	case PTD_RETURN:
+		return callstack__return(cs, ev->pid, ev->tid, ev->from, ev->to, ev->time);
+	case PTD_JUMP:
+		return callstack__jump(cs, ev->pid, ev->tid, ev->from, ev->to, ev->time);
+	case PTD_START:
+		return callstack__start(cs, ev->pid, ev->tid, ev->to, ev->time);
+	case PTD_STOP:
+		return callstack__stop(cs, ev->pid, ev->tid, ev->reason, ev->from, ev->time);
+	case PTD_ERROR:
+		return callstack__error(cs, ev->pid, ev->tid, ev->offset, ev->from,
+					pt_errstr(pt_errcode(ev->code)), ev->time);
+	case PTD_OVERFLOW:
+		err = callstack__stop(cs, ev->pid, ev->tid, CS_STOP_OVERFLOW, ev->from, ev->time);
+		if (!err && ev->to)
+			err = callstack__start(cs, ev->pid, ev->tid, ev->to, ev->time);
+		return err;
+	case PTD_SWITCH_IN:
+		return callstack__switch_in(cs, ev->pid, ev->tid, ev->time);
+	case PTD_SWITCH_OUT:
+		return callstack__switch_out(cs, ev->pid, ev->tid, ev->time);
+	case PTD_TRIGGER:
+		return o->o.trigger ? trigger_instant(o, ev) : 0;
+	case PTD_COMM:
+		name = o->o.names ? o->o.names[ev->code] : NULL;
+		if (!name)
+			return 0;
+		if (ev->pid == ev->tid) {
+			err = fxt_process(o->w, ev->pid, name);
+			if (err)
+				return err;
+		}
+		return fxt_thread(o->w, ev->pid, ev->tid, name);
+	default:
+		return 0;
+	}
+}
+
+static const char *const kind_names[] = {
+	[PTD_CALL] = "call",	   [PTD_RETURN] = "return",	    [PTD_JUMP] = "jump",
+	[PTD_START] = "start",	   [PTD_STOP] = "stop",		    [PTD_ERROR] = "error",
+	[PTD_OVERFLOW] = "overflow", [PTD_SWITCH_IN] = "switch-in", [PTD_SWITCH_OUT] = "switch-out",
+	[PTD_TRIGGER] = "trigger", [PTD_COMM] = "comm",
+};
+
+static int calls_event(struct ptd_output *o, const struct ptd_event *ev)
+{
+	struct cs_symbol sym = { .name = "" };
+	const char *extra = "";
+	uint64_t at = ev->to;
+
+	switch (ev->kind) {
+	case PTD_STOP:
+		extra = stop_name(ev->reason);
+		at = ev->from;
+		break;
+	case PTD_ERROR:
+		extra = pt_errstr(pt_errcode(ev->code));
+		at = ev->from;
+		break;
+	case PTD_COMM:
+		extra = o->o.names ? o->o.names[ev->code] : "";
+		at = 0;
+		break;
+	case PTD_TRIGGER:
+		extra = o->o.trigger && o->o.trigger->desc ? o->o.trigger->desc : "";
+		at = 0;
+		break;
+	default:
+		break;
+	}
+	if (at && symbols__lookup(o->o.symbols, (int)ev->asid, at, &sym))
+		sym.name = "[unknown]";
+	/* sideband before the first PT packet has negative times */
+	if (fprintf(o->f, "%u/%u %" PRId64 " %s %#" PRIx64 " %#" PRIx64 " %s%s%s\n", ev->pid,
+		    ev->tid, (int64_t)(ev->time - o->o.time_base), kind_names[ev->kind], ev->from,
+		    ev->to,
+		    sym.name, *extra && *sym.name ? " " : "", extra) < 0)
+		return -errno;
+	return 0;
+}
+
+static int sink_event(void *ctx, const struct ptd_event *ev)
+{
+	struct ptd_output *o = ctx;
+	int err;
+
+	if (ev->kind != PTD_COMM && ev->kind != PTD_TRIGGER && ev->kind < PTD_SWITCH_IN) {
+		if (!o->first_time || ev->time < o->first_time)
+			o->first_time = ev->time;
+		if (ev->time > o->last_time)
+			o->last_time = ev->time;
+		err = seen_add(o, ev->pid, ev->tid);
+		if (err)
+			return err;
+		if (pid_get(o, ev->pid) != (int)ev->asid) {
+			err = pid_set(o, ev->pid, (int)ev->asid);
+			if (err)
+				return err;
+		}
+	}
+	/* the marker lands in a decoded flow if its thread has events before it */
+	if (ev->kind == PTD_TRIGGER && seen_has(o, ev->pid, ev->tid))
+		o->trigger_placed = true;
+	return o->cs ? cs_event(o, ev) : calls_event(o, ev);
+}
+
+int ptd_output_open(const struct ptd_output_opts *oo, struct ptd_output **out,
+		    struct ptd_sink *sink)
+{
+	const struct decode_opts *opts = oo->opts;
+	struct ptd_output *o;
+	int err = 0;
+
+	*out = NULL;
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	o->o = *oo;
+	o->format = opts->format;
+	if (opts->format == DECODE_CALLS) {
+		if (!opts->output || !strcmp(opts->output, "-")) {
+			o->f = stdout;
+		} else {
+			o->f = fopen(opts->output, "w");
+			if (!o->f) {
+				err = -errno;
+				elog("cannot write %s: %s\n", opts->output, strerror(errno));
+				goto fail;
+			}
+			o->close_f = true;
+		}
+	} else {
+		struct fxt_opts fo = {
+			.time_base = oo->time_base,
+			.text = opts->format == DECODE_TEXT,
+		};
+		struct callstack_opts co = {
+			.symbolize = symbolize,
+			.ctx = o,
+		};
+
+		err = fxt_writer__open(&o->w, opts->output ? opts->output : "-", &fo);
+		if (err) {
+			elog("cannot write %s: %s\n", opts->output ? opts->output : "stdout",
+			     strerror(-err));
+			goto fail;
+		}
+		o->cs = callstack__new(o->w, &co);
+		if (!o->cs) {
+			err = errno ? -errno : -ENOMEM;
+			goto fail;
+		}
+	}
+	sink->event = sink_event;
+	sink->ctx = o;
+	*out = o;
+	return 0;
+fail:
+	if (o->w)
+		fxt_writer__close(o->w);
+	free(o);
+	return err;
+}
+
+int ptd_output_close(struct ptd_output *o, struct decode_stats *stats)
+{
+	int err = 0, e;
+
+	if (!o)
+		return 0;
+	if (o->cs) {
+		err = callstack__finish(o->cs);
+		callstack__free(o->cs);
+	}
+	if (o->w) {
+		e = fxt_writer__close(o->w);
+		if (!err)
+			err = e;
+	}
+	if (o->close_f && fclose(o->f) && !err)
+		err = -errno;
+	else if (!o->close_f && o->f && fflush(o->f) && !err)
+		err = -errno;
+	if (stats) {
+		stats->threads = o->seen_used;
+		stats->first_time = o->first_time;
+		stats->last_time = o->last_time;
+		stats->trigger_placed = o->trigger_placed;
+	}
+	free(o->pids);
+	free(o->seen);
+	free(o);
+	return err;
+}

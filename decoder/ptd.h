@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Internals of the PT decoder (decoder/decode.c, image.c, raw.c, symbols.c, output.c).
+ * Not a public header: libipt's types and its -pte_* error space stay behind it.
+ *
+ * Data flow:
+ *   image.c   address spaces (one libipt image each) over one image section cache
+ *   decode.c  one stream per CPU (or per thread buffer): libipt block decoder -> events
+ *             (struct ptd_event), chunked so several streams can decode in parallel;
+ *             a merger hands the events to a sink in a deterministic order
+ *   output.c  sinks: the call-stack builder (FXT / text), a perf-script-like call list
+ *   symbols.c address -> function for the call-stack builder and for jump detection
+ */
+#ifndef PTBPF_DECODER_PTD_H
+#define PTBPF_DECODER_PTD_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <intel-pt.h>
+
+#include "callstack.h"
+#include "ptdecode.h"
+
+struct symbols;
+
+/* ---------------------------------------------------------------- events */
+
+enum ptd_kind {
+	PTD_CALL = 1,		/* near call at `from` to `to` */
+	PTD_RETURN,		/* near return at `from` landed at `to` */
+	PTD_JUMP,		/* a jump at `from` left its function for `to` */
+	PTD_START,		/* tracing (re)started at `to` */
+	PTD_STOP,		/* tracing stopped; `from` is the last instruction, `reason` why */
+	PTD_ERROR,		/* decode error `code` at trace `offset`, last ip `from` */
+	PTD_OVERFLOW,		/* OVF at trace `offset`; tracing resumed at `to` (0: unknown) */
+	PTD_SWITCH_IN,		/* the thread was scheduled in on this CPU */
+	PTD_SWITCH_OUT,		/* the thread was scheduled out */
+	PTD_TRIGGER,		/* the capture's trigger fired on this thread (sideband) */
+	PTD_COMM,		/* the thread got a name (sideband): `code` indexes names */
+};
+
+/* One control-flow event of one thread, in the order its stream produced it. */
+struct ptd_event {
+	uint64_t time;		/* perf clock ns (capture) or ns from the raw TSC */
+	uint64_t from;		/* source ip (branch instruction), 0 if none */
+	uint64_t to;		/* destination ip, 0 if unknown */
+	uint64_t offset;	/* PT byte offset in the stream's buffer (ERROR, OVERFLOW) */
+	uint32_t pid, tid;	/* thread the event belongs to */
+	uint32_t asid;		/* address space the ips belong to (index in ptd_images) */
+	uint16_t kind;		/* enum ptd_kind */
+	uint16_t reason;	/* STOP: enum cs_stop_reason */
+	int32_t code;		/* ERROR: libipt error code (negative); COMM/TRIGGER: index */
+	uint32_t cpu;		/* index of the producing stream (merge tie-break) */
+};
+
+/* Receives the merged events, one at a time, in time order per thread. */
+struct ptd_sink {
+	int (*event)(void *ctx, const struct ptd_event *ev);
+	void *ctx;
+};
+
+/* ---------------------------------------------------------------- images */
+
+/* One mapping of an address space, sorted by start. */
+struct ptd_map {
+	uint64_t start, end;	/* virtual address range [start, end) */
+	uint64_t pgoff;		/* file offset mapped at start */
+	uint64_t bias;		/* run-time = link-time address + bias (ELF files) */
+	int isid;		/* libipt section id in the iscache, 0 if not loaded */
+	uint32_t dso;		/* index into ptd_images.dsos, UINT32_MAX for none */
+	bool exec;		/* executable mapping */
+	bool uprobes;		/* the kernel's [uprobes] page (uretprobe trampoline) */
+	bool bias_valid;	/* bias is known (raw ELF, or computed by the symbolizer) */
+};
+
+/* A file whose code or symbols we use, shared by every mapping of it. */
+struct ptd_dso {
+	char *name;		/* as the capture names it (MMAP2 filename) */
+	char *path;		/* file actually read (sysroot, build-id cache...), NULL: missing */
+	uint8_t build_id[20];	/* from MMAP2 or the file, valid if build_id_size */
+	uint8_t build_id_size;
+	bool warned;		/* "missing binary" already reported */
+	bool kernel;		/* kernel code (kcore copy) */
+};
+
+/* One address space: a process between two execs, or the kernel. */
+struct ptd_aspace {
+	uint32_t pid;		/* owning process, UINT32_MAX for the kernel */
+	uint64_t start_time;	/* valid from this time on (exec / fork / first mmap) */
+	struct ptd_map *maps;	/* sorted by start, non-overlapping */
+	uint32_t nr_maps, cap_maps;
+	struct pt_image *image;	/* libipt image of the executable maps (built lazily) */
+	bool built;		/* image holds every exec map */
+};
+
+struct ptd_images {
+	struct pt_image_section_cache *iscache;
+	struct ptd_aspace *as;		/* address spaces, in creation order */
+	uint32_t nr_as, cap_as;
+	struct ptd_dso *dsos;
+	uint32_t nr_dsos, cap_dsos;
+	const char *sysroot;		/* prefix for file names, NULL for none */
+	const char *debug_dir;		/* build-id cache, NULL: ~/.debug */
+	int kernel_as;			/* address space index of the kernel, -1 if none */
+	int memfds[8];			/* in-memory files (vDSO, trampoline): closed at free */
+	int nr_memfds;
+	pthread_mutex_t lock;		/* image building from decoder threads */
+	bool strict;			/* missing binaries are errors */
+	uint32_t missing;		/* mappings whose binary was not found */
+};
+
+int ptd_images_init(struct ptd_images *im, const char *sysroot, const char *debug_dir,
+		    bool strict);
+void ptd_images_fini(struct ptd_images *im);
+/* New, empty address space for `pid` valid from `time`; returns its index or -errno. */
+int ptd_aspace_new(struct ptd_images *im, uint32_t pid, uint64_t time);
+/* New address space copying `parent`'s mappings (fork). */
+int ptd_aspace_fork(struct ptd_images *im, uint32_t parent, uint32_t pid, uint64_t time);
+/* The address space of `pid` at `time` (the newest started at or before it), or -ENOENT. */
+int ptd_aspace_find(const struct ptd_images *im, uint32_t pid, uint64_t time);
+/*
+ * Add a file mapping (MMAP2) to address space `as`. `name` is the capture's file name;
+ * "[vdso]" takes the capture's vDSO bytes, "[uprobes]" a synthetic trampoline.
+ */
+int ptd_aspace_map_file(struct ptd_images *im, int as, const char *name, uint64_t start,
+			uint64_t len, uint64_t pgoff, bool exec, const uint8_t *build_id,
+			uint8_t build_id_size);
+/* Add `size` bytes of `data` at `vaddr` (copied into an in-memory file). */
+int ptd_aspace_map_bytes(struct ptd_images *im, int as, const char *name, const void *data,
+			 size_t size, uint64_t vaddr);
+/* Raw-mode images (ptxed --elf / --raw). */
+int ptd_aspace_map_elf(struct ptd_images *im, int as, const char *path, uint64_t base);
+int ptd_aspace_map_raw(struct ptd_images *im, int as, const char *path, uint64_t from,
+		       uint64_t to, uint64_t vaddr);
+/* Build the libipt image of `as` now (thread-safe); 0 or -errno (-ENOENT: --strict). */
+int ptd_images_build(struct ptd_images *im, int as);
+/* The libipt image of `as`, building it on first use (thread-safe). NULL on failure. */
+struct pt_image *ptd_aspace_image(struct ptd_images *im, int as);
+/* The file of a dso, looked up (sysroot, build-id cache) on first use; NULL: missing. */
+const char *ptd_dso_path(struct ptd_images *im, uint32_t dso);
+/* The mapping of `as` holding `addr`, or NULL. */
+const struct ptd_map *ptd_aspace_lookup(const struct ptd_images *im, int as, uint64_t addr);
+/* The vDSO bytes ("[vdso]" mappings use them). */
+void ptd_images_set_vdso(struct ptd_images *im, const void *bytes, size_t size);
+
+/* ---------------------------------------------------------------- symbols */
+
+struct symbols *symbols__new(struct ptd_images *im, const char *debug_dir);
+void symbols__free(struct symbols *sy);
+/*
+ * Function containing `addr` in address space `as`: its start address (0 if unknown).
+ * Read-only and lock-free once symbols__preload() ran: used from decoder threads.
+ */
+int symbols__func_start(struct symbols *sy, int as, uint64_t addr, uint64_t *start);
+/* Loads every symbol table the address spaces need (before decoder threads start). */
+int symbols__preload(struct symbols *sy);
+/* Demangled name of the function at `addr` (or "binary+0xoff"), cached; single thread. */
+int symbols__lookup(struct symbols *sy, int as, uint64_t addr, struct cs_symbol *out);
+
+/* ---------------------------------------------------------------- streams */
+
+/* Where the thread attribution of a stream comes from. */
+struct ptd_sched {
+	uint64_t time;		/* from this time on (perf ns)... */
+	uint32_t pid, tid;	/* ...this thread runs on the stream's CPU */
+	bool out;		/* a switch-out: nothing of ours runs after it */
+};
+
+/* Time conversion TSC -> ns. */
+struct ptd_clock {
+	uint16_t shift;		/* perf: time_shift */
+	uint32_t mult;		/* perf: time_mult; 0: use ns_per_tick */
+	uint64_t zero;		/* perf: time_zero */
+	double ns_per_tick;	/* raw mode with --tsc-hz; 1.0 = ticks as ns */
+	bool short_cyc;		/* cap_user_time_short */
+	uint64_t cycles, mask;	/* for short_cyc */
+};
+
+uint64_t ptd_clock_ns(const struct ptd_clock *c, uint64_t tsc);
+
+struct ptd_stream_opts {
+	const uint8_t *buf;		/* PT bytes */
+	size_t size;
+	struct pt_config config;	/* cpu, errata, mtc_freq...: everything but buffer */
+	struct ptd_clock clock;
+	struct ptd_images *images;
+	struct symbols *symbols;	/* jump classification, NULL: report no jumps */
+	const struct ptd_sched *sched;	/* thread timeline of this CPU, sorted by time */
+	size_t nr_sched;
+	uint32_t fixed_pid, fixed_tid;	/* with no timeline: the thread of every event */
+	int fixed_as;			/* with no timeline: the address space, -1: by pid */
+	uint32_t index;			/* stream number, for the merge tie-break */
+	bool timeless;			/* no usable time: order by position only */
+};
+
+struct ptd_stream;
+
+int ptd_stream_new(const struct ptd_stream_opts *opts, struct ptd_stream **out);
+void ptd_stream_free(struct ptd_stream *s);
+void ptd_stream_stats(const struct ptd_stream *s, struct decode_stats *st);
+
+/*
+ * Decode all streams and hand their events to `sink`, merged by time (ties: stream
+ * index, then production order), with `jobs` threads. The order, and so the output,
+ * does not depend on `jobs`. `extra` are sideband events (already sorted by time)
+ * merged in too. Returns 0 or the first negative error of the sink.
+ */
+int ptd_decode_streams(struct ptd_stream **streams, size_t nr, int jobs,
+		       const struct ptd_event *extra, size_t nr_extra, const struct ptd_sink *sink,
+		       bool progress);
+
+/* First timestamp (ns) found in a PT buffer (first TSC packet), or -ENOENT. */
+int ptd_first_time(const uint8_t *buf, size_t size, const struct pt_config *cfg,
+		   const struct ptd_clock *clock, uint64_t *ns);
+
+/* Maps a whole file read-only (munmap it); -ENODATA for an empty file. */
+int ptd_map_file(const char *path, const uint8_t **buf, size_t *size);
+/* Sets cfg->cpu and the errata that go with it; family 0 leaves both unset. */
+void ptd_config_cpu(struct pt_config *cfg, uint32_t family, uint32_t model, uint32_t stepping);
+
+/* libipt errors at the public boundary: -pte_* -> -errno. */
+int ptd_errno(int pte);
+
+/* ---------------------------------------------------------------- output */
+
+struct ptd_output;
+
+struct ptd_output_opts {
+	const struct decode_opts *opts;
+	struct symbols *symbols;
+	struct ptd_images *images;
+	uint64_t time_base;		/* ns subtracted from every time (FXT rebase) */
+	const char *const *names;	/* COMM names, indexed by ptd_event.code */
+	const struct pd_trigger *trigger;	/* trigger to mark, NULL if none */
+};
+
+int ptd_output_open(const struct ptd_output_opts *o, struct ptd_output **out,
+		    struct ptd_sink *sink);
+/* Flushes and closes; fills the call-stack figures of `stats`. */
+int ptd_output_close(struct ptd_output *out, struct decode_stats *stats);
+
+#endif /* PTBPF_DECODER_PTD_H */

@@ -1,0 +1,631 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Decoding a capture (perf.data from ptbpf or `perf record -e intel_pt//`).
+ *
+ * The sideband is read once, in time order, into: address spaces (MMAP2 per process,
+ * a new one at each exec, a copy at fork), thread names (COMM), each CPU's schedule
+ * (SWITCH_CPU_WIDE, ITRACE_START: which thread runs from when), and extra events for
+ * the call-stack builder (names, switches, the trigger). The AUX buffers become streams:
+ * one per CPU (per thread in per-thread mode), buffers that follow each other in the AUX
+ * area joined, separate snapshots kept apart (each begins mid-packet, and joining them
+ * would decode garbage at the seam). The libipt configuration (cpu and errata, MTC and
+ * CTC ratios, nominal frequency) and the TSC -> perf time conversion come from the
+ * capture's header, AUXTRACE_INFO and TIME_CONV.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "ptd.h"
+#include "symtab.h"
+
+struct sched_list {
+	uint32_t cpu;
+	struct ptd_sched *v;
+	size_t nr, cap;
+};
+
+/* One stream to be: AUX buffers of one queue that follow each other. */
+struct queue {
+	uint32_t cpu, tid;		/* per-CPU: cpu; per-thread: tid (cpu = -1) */
+	uint64_t end;			/* AUX offset just past the last buffer joined */
+	uint8_t *data;			/* joined bytes (malloc) */
+	size_t size, cap;
+	uint64_t first_offset;		/* ordering key */
+};
+
+struct session {
+	const struct capture *cap;
+	const struct decode_opts *opts;
+	struct ptd_images im;
+	struct symbols *sy;
+	struct sched_list *scheds;	/* per CPU */
+	size_t nr_scheds;
+	struct ptd_event *extra;	/* sideband events, sorted by time at the end */
+	size_t nr_extra, cap_extra;
+	const char **names;		/* COMM names, referenced by PTD_COMM events */
+	size_t nr_names, cap_names;
+	struct queue *queues;
+	size_t nr_queues;
+	struct { uint32_t tid, pid; } *tids;	/* tid -> pid, from the sideband */
+	size_t nr_tids, cap_tids;
+	struct pt_config config;
+	struct ptd_clock clock;
+	bool timeless;
+	uint64_t last_record_time;
+};
+
+static double seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int grow(void **v, size_t *cap, size_t nr, size_t elem)
+{
+	size_t n;
+	void *p;
+
+	if (nr < *cap)
+		return 0;
+	n = *cap ? *cap * 2 : 64;
+	p = realloc(*v, n * elem);
+	if (!p)
+		return -ENOMEM;
+	*v = p;
+	*cap = n;
+	return 0;
+}
+
+static uint64_t rec_time(const struct pd_record *r)
+{
+	return r->sample.valid & PERF_SAMPLE_TIME ? r->sample.time : 0;
+}
+
+/* ---------------------------------------------------------------- config */
+
+/* "GenuineIntel,6,94,3" -> cpu; the errata follow. */
+static void config_from_capture(struct session *ss)
+{
+	const struct capture *cap = ss->cap;
+	const struct pd_pt_info *pt = &cap->pt;
+	unsigned family = 0, model = 0, stepping = 0;
+	uint64_t config = 0;
+	uint32_t i;
+
+	pt_config_init(&ss->config);
+	if (cap->host.cpuid && !strncmp(cap->host.cpuid, "GenuineIntel,", 13) &&
+	    sscanf(cap->host.cpuid + 13, "%u,%u,%u", &family, &model, &stepping) == 3)
+		ptd_config_cpu(&ss->config, family, model, stepping);
+	for (i = 0; i < cap->nr_attrs; i++) {
+		if (cap->attrs[i].attr.type == pt->pmu_type) {
+			config = cap->attrs[i].attr.config;
+			break;
+		}
+	}
+	if (pt->mtc_bit && (config & (1ull << pt->mtc_bit)) && pt->mtc_freq_bits)
+		ss->config.mtc_freq = (config >> pt->mtc_freq_bits) & 0xf;
+	ss->config.nom_freq = (uint8_t)pt->max_non_turbo_ratio;
+	ss->config.cpuid_0x15_eax = (uint32_t)pt->tsc_ctc_ratio_d;
+	ss->config.cpuid_0x15_ebx = (uint32_t)pt->tsc_ctc_ratio_n;
+
+	ss->clock.shift = (uint16_t)pt->time_shift;
+	ss->clock.mult = (uint32_t)pt->time_mult;
+	ss->clock.zero = pt->time_zero;
+	for (i = 0; i < cap->nr_records; i++) {
+		const struct pd_record *r = &cap->records[i];
+
+		if (r->type != PD_RECORD_TIME_CONV)
+			continue;
+		ss->clock.shift = (uint16_t)r->time_conv.time_shift;
+		ss->clock.mult = (uint32_t)r->time_conv.time_mult;
+		ss->clock.zero = r->time_conv.time_zero;
+		ss->clock.short_cyc = r->time_conv.cap_user_time_short;
+		ss->clock.cycles = r->time_conv.time_cycles;
+		ss->clock.mask = r->time_conv.time_mask;
+		break;
+	}
+	/* without the TSC in the trace or a conversion, time is instruction counts */
+	ss->timeless = !pt->cap_user_time_zero || !ss->clock.mult ||
+		       (pt->tsc_bit && config && !(config & (1ull << pt->tsc_bit)));
+}
+
+/* ---------------------------------------------------------------- sideband */
+
+static int add_extra(struct session *ss, enum ptd_kind kind, uint64_t time, uint32_t pid,
+		     uint32_t tid, int32_t code)
+{
+	struct ptd_event *ev;
+
+	if (grow((void **)&ss->extra, &ss->cap_extra, ss->nr_extra, sizeof(*ss->extra)))
+		return -ENOMEM;
+	ev = &ss->extra[ss->nr_extra++];
+	memset(ev, 0, sizeof(*ev));
+	ev->time = time;
+	ev->pid = pid;
+	ev->tid = tid;
+	ev->kind = (uint16_t)kind;
+	ev->code = code;
+	ev->cpu = UINT32_MAX;
+	ev->asid = UINT32_MAX;
+	return 0;
+}
+
+static int add_sched(struct session *ss, uint32_t cpu, uint64_t time, uint32_t pid, uint32_t tid)
+{
+	struct sched_list *l = NULL;
+	size_t i;
+
+	for (i = 0; i < ss->nr_scheds; i++)
+		if (ss->scheds[i].cpu == cpu)
+			l = &ss->scheds[i];
+	if (!l) {
+		struct sched_list *v = realloc(ss->scheds, (ss->nr_scheds + 1) * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		ss->scheds = v;
+		l = &v[ss->nr_scheds++];
+		memset(l, 0, sizeof(*l));
+		l->cpu = cpu;
+	}
+	if (grow((void **)&l->v, &l->cap, l->nr, sizeof(*l->v)))
+		return -ENOMEM;
+	l->v[l->nr++] = (struct ptd_sched){ .time = time, .pid = pid, .tid = tid };
+	return 0;
+}
+
+static int note_tid(struct session *ss, uint32_t pid, uint32_t tid)
+{
+	size_t i;
+
+	if (pid == UINT32_MAX || tid == UINT32_MAX)
+		return 0;
+	for (i = ss->nr_tids; i-- > 0;)
+		if (ss->tids[i].tid == tid) {
+			ss->tids[i].pid = pid;
+			return 0;
+		}
+	if (grow((void **)&ss->tids, &ss->cap_tids, ss->nr_tids, sizeof(*ss->tids)))
+		return -ENOMEM;
+	ss->tids[ss->nr_tids].tid = tid;
+	ss->tids[ss->nr_tids++].pid = pid;
+	return 0;
+}
+
+static uint32_t pid_of(const struct session *ss, uint32_t tid)
+{
+	size_t i;
+
+	for (i = ss->nr_tids; i-- > 0;)
+		if (ss->tids[i].tid == tid)
+			return ss->tids[i].pid;
+	return tid;
+}
+
+/* The address space a record of `pid` at `time` adds to (made on first use). */
+static int as_of(struct session *ss, uint32_t pid, uint64_t time)
+{
+	int as = ptd_aspace_find(&ss->im, pid, time);
+
+	return as >= 0 ? as : ptd_aspace_new(&ss->im, pid, time);
+}
+
+static int on_mmap(struct session *ss, const struct pd_record *r)
+{
+	bool kernel = (r->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
+	bool exec;
+	int as;
+
+	if (kernel || r->mmap.pid == UINT32_MAX)
+		return 0;	/* kernel code comes from the kcore copy */
+	if (r->type == PERF_RECORD_MMAP2)
+		exec = r->mmap.prot & 4 /* PROT_EXEC */;
+	else
+		exec = !(r->misc & PERF_RECORD_MISC_MMAP_DATA);
+	if (!exec && strcmp(r->mmap.filename, "[vdso]"))
+		return 0;
+	as = as_of(ss, r->mmap.pid, rec_time(r));
+	if (as < 0)
+		return as;
+	return ptd_aspace_map_file(&ss->im, as, r->mmap.filename, r->mmap.addr, r->mmap.len,
+				   r->mmap.pgoff, true, r->mmap.build_id, r->mmap.build_id_size);
+}
+
+static int on_comm(struct session *ss, const struct pd_record *r, uint64_t t)
+{
+	int err;
+
+	err = note_tid(ss, r->comm.pid, r->comm.tid);
+	if (err)
+		return err;
+	if (r->misc & PERF_RECORD_MISC_COMM_EXEC) {
+		/* exec: a new address space; its mappings follow */
+		err = ptd_aspace_new(&ss->im, r->comm.pid, t);
+		if (err < 0)
+			return err;
+	}
+	if (grow((void **)&ss->names, &ss->cap_names, ss->nr_names, sizeof(*ss->names)))
+		return -ENOMEM;
+	ss->names[ss->nr_names] = r->comm.comm;
+	return add_extra(ss, PTD_COMM, t, r->comm.pid, r->comm.tid, (int32_t)ss->nr_names++);
+}
+
+static int cmp_record_time(const void *a, const void *b, void *ctx)
+{
+	const struct capture *cap = ctx;
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	uint64_t tx = rec_time(&cap->records[x]), ty = rec_time(&cap->records[y]);
+
+	if (tx != ty)
+		return tx < ty ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_sched(const void *a, const void *b)
+{
+	const struct ptd_sched *x = a, *y = b;
+
+	return x->time < y->time ? -1 : x->time > y->time;
+}
+
+static int cmp_extra(const void *a, const void *b)
+{
+	const struct ptd_event *x = a, *y = b;
+
+	/* stable: the sequence number is kept in `offset` while sorting */
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+static int read_sideband(struct session *ss)
+{
+	const struct capture *cap = ss->cap;
+	size_t *order, i, timed = 0;
+	int err = 0;
+
+	order = malloc((cap->nr_records ? cap->nr_records : 1) * sizeof(*order));
+	if (!order)
+		return -ENOMEM;
+	for (i = 0; i < cap->nr_records; i++) {
+		order[i] = i;
+		timed += rec_time(&cap->records[i]) != 0;
+	}
+	/* perf writes each CPU's ring in turn: sort by time (file order when untimed) */
+	if (timed)
+		qsort_r(order, cap->nr_records, sizeof(*order), cmp_record_time, (void *)cap);
+
+	for (i = 0; i < cap->nr_records && !err; i++) {
+		const struct pd_record *r = &cap->records[order[i]];
+		uint64_t t = rec_time(r);
+		bool has_cpu = r->sample.valid & PERF_SAMPLE_CPU;
+
+		if (t > ss->last_record_time)
+			ss->last_record_time = t;
+		switch (r->type) {
+		case PERF_RECORD_MMAP:
+		case PERF_RECORD_MMAP2:
+			err = on_mmap(ss, r);
+			break;
+		case PERF_RECORD_COMM:
+			err = on_comm(ss, r, t);
+			break;
+		case PERF_RECORD_FORK:
+			err = note_tid(ss, r->task.pid, r->task.tid);
+			if (!err && r->task.pid != r->task.ppid &&
+			    ptd_aspace_find(&ss->im, r->task.pid, t) < 0)
+				err = ptd_aspace_fork(&ss->im, r->task.ppid, r->task.pid, t);
+			if (err > 0)
+				err = 0;
+			break;
+		case PERF_RECORD_ITRACE_START:
+			err = note_tid(ss, r->itrace_start.pid, r->itrace_start.tid);
+			if (!err && has_cpu)
+				err = add_sched(ss, r->sample.cpu, t, r->itrace_start.pid,
+						r->itrace_start.tid);
+			break;
+		case PERF_RECORD_SWITCH_CPU_WIDE:
+		case PERF_RECORD_SWITCH: {
+			bool out = r->misc & PERF_RECORD_MISC_SWITCH_OUT;
+			uint32_t pid = r->sample.pid, tid = r->sample.tid;
+
+			if (!(r->sample.valid & PERF_SAMPLE_TID))
+				break;
+			err = add_extra(ss, out ? PTD_SWITCH_OUT : PTD_SWITCH_IN, t, pid, tid, 0);
+			if (err || !has_cpu || r->type != PERF_RECORD_SWITCH_CPU_WIDE)
+				break;
+			/* who runs from now on: the next task, or the one switched in */
+			if (out)
+				err = add_sched(ss, r->sample.cpu, t, r->sw.next_prev_pid,
+						r->sw.next_prev_tid);
+			else
+				err = add_sched(ss, r->sample.cpu, t, pid, tid);
+			break;
+		}
+		default:
+			break;
+		}
+	}
+	free(order);
+	if (err)
+		return err;
+	for (i = 0; i < ss->nr_scheds; i++)
+		qsort(ss->scheds[i].v, ss->scheds[i].nr, sizeof(*ss->scheds[i].v), cmp_sched);
+	return 0;
+}
+
+/* Switch events only for threads of processes we decode; the trigger; then sort. */
+static int finish_extra(struct session *ss)
+{
+	const struct capture *cap = ss->cap;
+	size_t i, n = 0;
+	int err;
+
+	for (i = 0; i < ss->nr_extra; i++) {
+		struct ptd_event *ev = &ss->extra[i];
+
+		if ((ev->kind == PTD_SWITCH_IN || ev->kind == PTD_SWITCH_OUT) &&
+		    ptd_aspace_find(&ss->im, ev->pid, ev->time) < 0)
+			continue;
+		ss->extra[n++] = *ev;
+	}
+	ss->nr_extra = n;
+	for (i = 0; i < cap->nr_records; i++) {
+		const struct pd_record *r = &cap->records[i];
+
+		if (r->type != PD_RECORD_PTBPF_TRIGGER)
+			continue;
+		/* with no perf time, the trigger is the last thing that happened */
+		err = add_extra(ss, PTD_TRIGGER, r->trigger.time ? r->trigger.time :
+			       ss->last_record_time, r->trigger.pid, r->trigger.tid, 0);
+		if (err)
+			return err;
+		break;
+	}
+	for (i = 0; i < ss->nr_extra; i++)
+		ss->extra[i].offset = i;
+	qsort(ss->extra, ss->nr_extra, sizeof(*ss->extra), cmp_extra);
+	for (i = 0; i < ss->nr_extra; i++) {
+		struct ptd_event *ev = &ss->extra[i];
+		int as = ptd_aspace_find(&ss->im, ev->pid, ev->time);
+
+		ev->offset = 0;
+		ev->asid = as >= 0 ? (uint32_t)as : UINT32_MAX;
+	}
+	return 0;
+}
+
+static const struct pd_trigger *find_trigger(const struct capture *cap)
+{
+	size_t i;
+
+	for (i = 0; i < cap->nr_records; i++)
+		if (cap->records[i].type == PD_RECORD_PTBPF_TRIGGER)
+			return &cap->records[i].trigger;
+	return NULL;
+}
+
+/* ---------------------------------------------------------------- streams */
+
+static int add_to_queue(struct session *ss, const struct pd_auxtrace *a, bool per_cpu)
+{
+	struct queue *q = NULL;
+	size_t i;
+
+	if (!a->size || !a->data)
+		return 0;
+	for (i = ss->nr_queues; i-- > 0;) {
+		struct queue *c = &ss->queues[i];
+
+		if ((per_cpu ? c->cpu == a->cpu : c->tid == a->tid) && c->end == a->offset) {
+			q = c;
+			break;
+		}
+	}
+	if (!q) {
+		struct queue *v = realloc(ss->queues, (ss->nr_queues + 1) * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		ss->queues = v;
+		q = &v[ss->nr_queues++];
+		memset(q, 0, sizeof(*q));
+		q->cpu = per_cpu ? a->cpu : UINT32_MAX;
+		q->tid = per_cpu ? UINT32_MAX : a->tid;
+		q->first_offset = a->offset;
+	}
+	if (q->size + a->size > q->cap) {
+		size_t cap = q->cap ? q->cap : 65536;
+		uint8_t *p;
+
+		while (cap < q->size + a->size)
+			cap *= 2;
+		p = realloc(q->data, cap);
+		if (!p)
+			return -ENOMEM;
+		q->data = p;
+		q->cap = cap;
+	}
+	memcpy(q->data + q->size, a->data, a->size);
+	q->size += a->size;
+	q->end = a->offset + a->size;
+	return 0;
+}
+
+static int cmp_queue(const void *a, const void *b)
+{
+	const struct queue *x = a, *y = b;
+
+	if (x->cpu != y->cpu)
+		return x->cpu < y->cpu ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->first_offset < y->first_offset ? -1 : x->first_offset > y->first_offset;
+}
+
+static const struct sched_list *sched_of(const struct session *ss, uint32_t cpu)
+{
+	size_t i;
+
+	for (i = 0; i < ss->nr_scheds; i++)
+		if (ss->scheds[i].cpu == cpu)
+			return &ss->scheds[i];
+	return NULL;
+}
+
+static void session_free(struct session *ss)
+{
+	size_t i;
+
+	for (i = 0; i < ss->nr_scheds; i++)
+		free(ss->scheds[i].v);
+	for (i = 0; i < ss->nr_queues; i++)
+		free(ss->queues[i].data);
+	free(ss->scheds);
+	free(ss->queues);
+	free(ss->extra);
+	free(ss->names);
+	free(ss->tids);
+	symbols__free(ss->sy);
+	ptd_images_fini(&ss->im);
+}
+
+int ptdecode_capture(const struct capture *cap, const struct decode_opts *opts,
+		     struct decode_stats *stats)
+{
+	struct ptd_output_opts oo = { .opts = opts };
+	struct ptd_stream **streams = NULL;
+	struct ptd_output *out = NULL;
+	struct session ss = { .cap = cap, .opts = opts };
+	struct ptd_sink sink;
+	uint64_t base = UINT64_MAX;
+	bool per_cpu;
+	double t0 = seconds();
+	size_t i, nr_streams = 0;
+	int err, e;
+
+	if (!cap || !opts)
+		return -EINVAL;
+	if (stats)
+		memset(stats, 0, sizeof(*stats));
+	if (!cap->pt.present || !cap->nr_aux) {
+		elog("%s: no Intel PT data in this capture%s\n", cap->path ? cap->path : "capture",
+		     cap->pt.present ? " (no AUX buffers)" : " (no intel_pt AUXTRACE_INFO)");
+		return -ENODATA;
+	}
+	err = ptd_images_init(&ss.im, opts->sysroot, opts->debug_dir, opts->strict);
+	if (err)
+		return err;
+	ptd_images_set_vdso(&ss.im, cap->vdso, cap->vdso_size);
+	config_from_capture(&ss);
+	err = read_sideband(&ss);
+	if (err)
+		goto cleanup;
+
+	per_cpu = cap->pt.per_cpu_mmaps;
+	for (i = 0; i < cap->nr_aux && !err; i++)
+		err = add_to_queue(&ss, &cap->aux[i], per_cpu);
+	if (err)
+		goto cleanup;
+	if (!ss.nr_queues) {
+		elog("%s: the capture's PT buffers are empty\n", cap->path ? cap->path : "capture");
+		err = -ENODATA;
+		goto cleanup;
+	}
+	qsort(ss.queues, ss.nr_queues, sizeof(*ss.queues), cmp_queue);
+
+	/* every image now: --strict fails here, before any decoding */
+	for (i = 0; i < ss.im.nr_as; i++) {
+		err = ptd_images_build(&ss.im, (int)i);
+		if (err) {
+			elog("missing binaries (--strict)\n");
+			goto cleanup;
+		}
+	}
+	ss.sy = symbols__new(&ss.im, opts->debug_dir);
+	if (!ss.sy) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	symbols__preload(ss.sy);
+	err = finish_extra(&ss);
+	if (err)
+		goto cleanup;
+
+	streams = calloc(ss.nr_queues, sizeof(*streams));
+	if (!streams) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (i = 0; i < ss.nr_queues; i++) {
+		const struct queue *q = &ss.queues[i];
+		const struct sched_list *sl = per_cpu ? sched_of(&ss, q->cpu) : NULL;
+		struct ptd_stream_opts so = {
+			.buf = q->data,
+			.size = q->size,
+			.config = ss.config,
+			.clock = ss.clock,
+			.images = &ss.im,
+			.symbols = ss.sy,
+			.sched = sl ? sl->v : NULL,
+			.nr_sched = sl ? sl->nr : 0,
+			.fixed_tid = per_cpu ? 0 : q->tid,
+			.fixed_pid = per_cpu ? 0 : pid_of(&ss, q->tid),
+			.fixed_as = -1,
+			.index = (uint32_t)i,
+			.timeless = ss.timeless,
+		};
+		uint64_t t;
+
+		if (!ss.timeless && !ptd_first_time(q->data, q->size, &ss.config, &ss.clock, &t) &&
+		    t < base)
+			base = t;
+		err = ptd_stream_new(&so, &streams[i]);
+		if (err) {
+			elog("cannot decode the capture's PT: bad decoder configuration\n");
+			goto cleanup;
+		}
+		nr_streams++;
+	}
+	if (base == UINT64_MAX)
+		base = ss.timeless ? 0 : ss.extra && ss.nr_extra ? ss.extra[0].time : 0;
+
+	oo.symbols = ss.sy;
+	oo.images = &ss.im;
+	oo.time_base = base;
+	oo.names = ss.names;
+	oo.trigger = find_trigger(cap);
+	err = ptd_output_open(&oo, &out, &sink);
+	if (err)
+		goto cleanup;
+	err = ptd_decode_streams(streams, nr_streams, opts->jobs > 0 ? opts->jobs : 1, ss.extra,
+				 ss.nr_extra, &sink, opts->progress);
+	if (stats)
+		for (i = 0; i < nr_streams; i++)
+			ptd_stream_stats(streams[i], stats);
+	e = ptd_output_close(out, stats);
+	out = NULL;
+	if (!err)
+		err = e;
+	if (stats)
+		stats->seconds = seconds() - t0;
+	if (!err && opts->strict && stats && stats->errors)
+		err = -EIO;
+
+cleanup:
+	ptd_output_close(out, NULL);
+	for (i = 0; i < nr_streams; i++)
+		ptd_stream_free(streams[i]);
+	free(streams);
+	session_free(&ss);
+	return err;
+}

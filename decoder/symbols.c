@@ -1,0 +1,429 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The symbolizer: address in an address space -> function name and start.
+ *
+ * Each file (dso) gets its symbol table (decoder/symtab.c) and, when one is found by its
+ * build-id, the table of its separate debug file (/usr/lib/debug/.build-id, --debug-dir,
+ * ~/.debug), which is looked at first (a stripped binary's debug file has the full
+ * .symtab; the binary itself still has the PLT). C++ and Rust names are demangled with
+ * libiberty. Addresses with no symbol become "binary+0xoff" (file offset). Every answer
+ * is cached by (address space, address), and demangled names by symbol, so the call-
+ * stack builder's lookups are one hash probe after the first.
+ *
+ * Threads: symbols__preload() loads every table and computes every mapping's load bias
+ * up front; after it, symbols__func_start() only reads and may run in decoder threads.
+ * symbols__lookup() (names, caches) belongs to the merge thread.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <libiberty/demangle.h>
+
+#include "log.h"
+#include "ptd.h"
+#include "symtab.h"
+
+/* Symbol tables of one dso. */
+struct sdso {
+	struct symtab *st;	/* the file's own table, NULL if none */
+	struct symtab *debug;	/* its separate debug file's, NULL if none */
+	bool loaded;		/* load attempted */
+};
+
+/* Cached answer for one address. */
+struct sym_entry {
+	uint64_t key;		/* address, 0: empty slot */
+	int32_t as;		/* address space */
+	uint64_t start;		/* function start, 0 if unknown */
+	const char *name;	/* in the arena */
+};
+
+/* Demangled name of one symbol (keyed by its struct sym). */
+struct name_entry {
+	const struct sym *sym;	/* NULL: empty slot */
+	const char *name;	/* in the arena */
+};
+
+struct arena_block {
+	struct arena_block *next;
+	size_t used, size;
+	char data[];
+};
+
+struct symbols {
+	struct ptd_images *im;
+	const char *debug_dir;		/* --debug-dir, NULL if not given */
+	struct sdso *dsos;		/* indexed like im->dsos */
+	uint32_t nr_dsos;
+	struct sym_entry *cache;	/* open addressing, power of two */
+	size_t cache_size, cache_used;
+	struct name_entry *names;	/* open addressing, power of two */
+	size_t names_size, names_used;
+	struct arena_block *arena;	/* names live here until symbols__free() */
+};
+
+static char *arena_strdup(struct symbols *sy, const char *s)
+{
+	size_t len = strlen(s) + 1;
+	struct arena_block *b = sy->arena;
+
+	if (!b || b->size - b->used < len) {
+		size_t size = len > 65536 ? len : 65536;
+
+		b = malloc(sizeof(*b) + size);
+		if (!b)
+			return NULL;
+		b->next = sy->arena;
+		b->used = 0;
+		b->size = size;
+		sy->arena = b;
+	}
+	memcpy(b->data + b->used, s, len);
+	b->used += len;
+	return b->data + b->used - len;
+}
+
+struct symbols *symbols__new(struct ptd_images *im, const char *debug_dir)
+{
+	struct symbols *sy = calloc(1, sizeof(*sy));
+
+	if (!sy)
+		return NULL;
+	sy->im = im;
+	sy->debug_dir = debug_dir;
+	sy->cache_size = 1024;
+	sy->cache = calloc(sy->cache_size, sizeof(*sy->cache));
+	sy->names_size = 1024;
+	sy->names = calloc(sy->names_size, sizeof(*sy->names));
+	if (!sy->cache || !sy->names) {
+		symbols__free(sy);
+		return NULL;
+	}
+	return sy;
+}
+
+void symbols__free(struct symbols *sy)
+{
+	struct arena_block *b;
+	uint32_t i;
+
+	if (!sy)
+		return;
+	for (i = 0; i < sy->nr_dsos; i++) {
+		symtab__free(sy->dsos[i].st);
+		symtab__free(sy->dsos[i].debug);
+	}
+	while ((b = sy->arena)) {
+		sy->arena = b->next;
+		free(b);
+	}
+	free(sy->dsos);
+	free(sy->cache);
+	free(sy->names);
+	free(sy);
+}
+
+static bool regular_file(const char *path)
+{
+	struct stat sb;
+
+	return !stat(path, &sb) && S_ISREG(sb.st_mode);
+}
+
+/* The separate debug file of a build-id, in the usual places. */
+static struct symtab *load_debug_file(struct symbols *sy, const uint8_t *id, uint32_t size)
+{
+	static const char *const suffixes[] = { ".debug", "/debug", "/elf", "" };
+	char hex[2 * 64 + 1], path[PATH_MAX], home_dir[PATH_MAX];
+	const char *dirs[3];
+	const char *home = getenv("HOME");
+	unsigned i, j, nr_dirs = 0;
+
+	if (!size || size > 64)
+		return NULL;
+	for (i = 0; i < size; i++)
+		sprintf(hex + 2 * i, "%02x", id[i]);
+	if (sy->debug_dir)
+		dirs[nr_dirs++] = sy->debug_dir;
+	if (home) {
+		snprintf(home_dir, sizeof(home_dir), "%s/.debug", home);
+		dirs[nr_dirs++] = home_dir;
+	}
+	dirs[nr_dirs++] = "/usr/lib/debug";
+	for (i = 0; i < nr_dirs; i++) {
+		for (j = 0; j < sizeof(suffixes) / sizeof(suffixes[0]); j++) {
+			struct symtab *st;
+
+			snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s%s", dirs[i], hex, hex + 2,
+				 suffixes[j]);
+			if (!regular_file(path) || symtab__load(path, &st))
+				continue;
+			dlog("symbols: debug file %s\n", path);
+			return st;
+		}
+	}
+	return NULL;
+}
+
+static struct sdso *sdso_get(struct symbols *sy, uint32_t dso)
+{
+	struct sdso *sd;
+	const char *path;
+
+	if (dso == UINT32_MAX || dso >= sy->im->nr_dsos)
+		return NULL;
+	if (dso >= sy->nr_dsos) {
+		uint32_t n = sy->im->nr_dsos;
+		struct sdso *v = realloc(sy->dsos, n * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		memset(v + sy->nr_dsos, 0, (n - sy->nr_dsos) * sizeof(*v));
+		sy->dsos = v;
+		sy->nr_dsos = n;
+	}
+	sd = &sy->dsos[dso];
+	if (sd->loaded)
+		return sd;
+	sd->loaded = true;
+	path = ptd_dso_path(sy->im, dso);
+	if (path) {
+		int err = symtab__load(path, &sd->st);
+
+		if (err && err != -ENODATA)
+			dlog("symbols: %s: %s\n", path, strerror(-err));
+	}
+	if (!sy->im->dsos[dso].kernel) {
+		const struct ptd_dso *d = &sy->im->dsos[dso];
+		const uint8_t *id = d->build_id;
+		uint32_t size = d->build_id_size;
+
+		if (!size && sd->st)
+			symtab__build_id(sd->st, &id, &size);
+		sd->debug = load_debug_file(sy, id, size);
+	}
+	return sd;
+}
+
+/* Load bias of a mapping, from its file's program headers (0 if unknown). */
+static uint64_t map_bias(struct symbols *sy, struct ptd_map *m, struct sdso *sd)
+{
+	struct symtab *st = sd->st ? sd->st : sd->debug;
+	uint64_t bias = 0;
+
+	if (m->bias_valid)
+		return m->bias;
+	if (st)
+		symtab__load_bias(st, m->start, m->pgoff, &bias);
+	m->bias = bias;
+	m->bias_valid = true;
+	return bias;
+}
+
+int symbols__preload(struct symbols *sy)
+{
+	uint32_t i, j;
+
+	for (i = 0; i < sy->im->nr_as; i++) {
+		struct ptd_aspace *as = &sy->im->as[i];
+
+		for (j = 0; j < as->nr_maps; j++) {
+			struct ptd_map *m = &as->maps[j];
+			struct sdso *sd;
+
+			if (!m->exec || m->dso == UINT32_MAX)
+				continue;
+			sd = sdso_get(sy, m->dso);
+			if (sd)
+				map_bias(sy, m, sd);
+		}
+	}
+	return 0;
+}
+
+static const struct sym *find_sym(const struct sdso *sd, uint64_t link)
+{
+	const struct sym *s = NULL;
+
+	if (sd->debug)
+		s = symtab__find_addr(sd->debug, link);
+	if (!s && sd->st)
+		s = symtab__find_addr(sd->st, link);
+	return s;
+}
+
+int symbols__func_start(struct symbols *sy, int as, uint64_t addr, uint64_t *start)
+{
+	const struct ptd_map *m = ptd_aspace_lookup(sy->im, as, addr);
+	const struct sym *s;
+	const struct sdso *sd;
+
+	*start = 0;
+	if (!m || m->dso == UINT32_MAX || m->dso >= sy->nr_dsos)
+		return -ENOENT;
+	sd = &sy->dsos[m->dso];
+	s = find_sym(sd, addr - m->bias);
+	if (!s)
+		return -ENOENT;
+	*start = s->addr + m->bias;
+	return 0;
+}
+
+static int grow_cache(struct symbols *sy)
+{
+	size_t size = sy->cache_size * 2, i;
+	struct sym_entry *v = calloc(size, sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < sy->cache_size; i++) {
+		const struct sym_entry *e = &sy->cache[i];
+		size_t h;
+
+		if (!e->key)
+			continue;
+		h = (e->key * 0x9e3779b97f4a7c15ull + (uint64_t)e->as) & (size - 1);
+		while (v[h].key)
+			h = (h + 1) & (size - 1);
+		v[h] = *e;
+	}
+	free(sy->cache);
+	sy->cache = v;
+	sy->cache_size = size;
+	return 0;
+}
+
+static const char *demangled(struct symbols *sy, const struct sym *s)
+{
+	size_t h = ((uintptr_t)s * 0x9e3779b97f4a7c15ull) & (sy->names_size - 1);
+	const char *name = s->name, *at;
+	char *dm = NULL, buf[1024];
+
+	while (sy->names[h].sym) {
+		if (sy->names[h].sym == s)
+			return sy->names[h].name;
+		h = (h + 1) & (sy->names_size - 1);
+	}
+	if (sy->names_used * 2 >= sy->names_size) {
+		size_t size = sy->names_size * 2, i;
+		struct name_entry *v = calloc(size, sizeof(*v));
+
+		if (!v)
+			return s->name;
+		for (i = 0; i < sy->names_size; i++) {
+			size_t k;
+
+			if (!sy->names[i].sym)
+				continue;
+			k = ((uintptr_t)sy->names[i].sym * 0x9e3779b97f4a7c15ull) & (size - 1);
+			while (v[k].sym)
+				k = (k + 1) & (size - 1);
+			v[k] = sy->names[i];
+		}
+		free(sy->names);
+		sy->names = v;
+		sy->names_size = size;
+		h = ((uintptr_t)s * 0x9e3779b97f4a7c15ull) & (size - 1);
+		while (sy->names[h].sym)
+			h = (h + 1) & (size - 1);
+	}
+	/* "_ZN3foo3barEv@plt": demangle the name, keep the suffix */
+	if (name[0] == '_' && (name[1] == 'Z' || name[1] == 'R')) {
+		at = strchr(name, '@');
+		if (at && (size_t)(at - name) < sizeof(buf)) {
+			memcpy(buf, name, at - name);
+			buf[at - name] = '\0';
+			dm = cplus_demangle(buf, DMGL_PARAMS | DMGL_ANSI);
+			if (dm) {
+				char *full = malloc(strlen(dm) + strlen(at) + 1);
+
+				if (full)
+					sprintf(full, "%s%s", dm, at);
+				free(dm);
+				dm = full;
+			}
+		} else if (!at) {
+			dm = cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI);
+		}
+	}
+	name = arena_strdup(sy, dm ? dm : name);
+	free(dm);
+	if (!name)
+		return s->name;
+	sy->names[h].sym = s;
+	sy->names[h].name = name;
+	sy->names_used++;
+	return name;
+}
+
+int symbols__lookup(struct symbols *sy, int as, uint64_t addr, struct cs_symbol *out)
+{
+	const struct ptd_map *m;
+	struct sym_entry *e;
+	const struct sym *s = NULL;
+	struct sdso *sd = NULL;
+	const char *name;
+	char buf[PATH_MAX + 32];
+	uint64_t start = 0;
+	size_t h;
+
+	if (!addr || as < 0)
+		return -ENOENT;
+	h = (addr * 0x9e3779b97f4a7c15ull + (uint64_t)as) & (sy->cache_size - 1);
+	while (sy->cache[h].key) {
+		e = &sy->cache[h];
+		if (e->key == addr && e->as == as) {
+			out->name = e->name;
+			out->start = e->start;
+			return 0;
+		}
+		h = (h + 1) & (sy->cache_size - 1);
+	}
+
+	m = ptd_aspace_lookup(sy->im, as, addr);
+	if (!m)
+		return -ENOENT;
+	if (m->dso != UINT32_MAX)
+		sd = sdso_get(sy, m->dso);
+	if (sd) {
+		uint64_t bias = map_bias(sy, (struct ptd_map *)m, sd);
+
+		s = find_sym(sd, addr - bias);
+		if (s)
+			start = s->addr + bias;
+	}
+	if (s) {
+		name = demangled(sy, s);
+	} else {
+		const char *file = m->dso != UINT32_MAX ? sy->im->dsos[m->dso].name : "[anon]";
+		const char *base = strrchr(file, '/');
+
+		snprintf(buf, sizeof(buf), "%s+0x%llx", base ? base + 1 : file,
+			 (unsigned long long)(addr - m->start + m->pgoff));
+		name = arena_strdup(sy, buf);
+		if (!name)
+			return -ENOMEM;
+	}
+
+	if (sy->cache_used * 2 >= sy->cache_size) {
+		if (grow_cache(sy))
+			goto out;
+		h = (addr * 0x9e3779b97f4a7c15ull + (uint64_t)as) & (sy->cache_size - 1);
+		while (sy->cache[h].key)
+			h = (h + 1) & (sy->cache_size - 1);
+	}
+	e = &sy->cache[h];
+	e->key = addr;
+	e->as = as;
+	e->start = start;
+	e->name = name;
+	sy->cache_used++;
+out:
+	out->name = name;
+	out->start = start;
+	return 0;
+}

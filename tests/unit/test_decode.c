@@ -1,0 +1,571 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The decoder on synthetic PT made with libipt's encoder, against a small code image:
+ * raw mode (calls, returns, syscalls, errors and resync, overflow, time), capture mode
+ * (sideband threads, two CPUs decoded with any -j, the uretprobe trampoline), and bad
+ * input. Events are read back in the calls format ("PID/TID TIME KIND FROM TO ...").
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <intel-pt.h>
+
+#include "perfdata.h"
+#include "ptdecode.h"
+
+#define CODE_BASE 0x400000ull
+#define TRAMPOLINE 0x7fff0000ull
+
+/*
+ * 0x400000: call 0x400010
+ * 0x400005: call 0x400010
+ * 0x40000a: syscall
+ * 0x40000c: jmp 0x400000
+ * 0x400010: ret
+ */
+static const uint8_t code[] = {
+	0xe8, 0x0b, 0x00, 0x00, 0x00, 0xe8, 0x06, 0x00, 0x00, 0x00, 0x0f, 0x05, 0xeb, 0xf2,
+	0xcc, 0xcc, 0xc3,
+};
+
+static char code_path[64], out_path[64], pt_path[64];
+
+/* One decoded event, from a line of the calls format. */
+struct ev {
+	unsigned pid, tid;
+	unsigned long long time, from, to;
+	char kind[16];
+};
+
+static struct ev evs[256];
+static int nr_evs;
+
+static int setup(void **state)
+{
+	int fd;
+
+	snprintf(code_path, sizeof(code_path), "/tmp/ptbpf-test-decode-%d.code", getpid());
+	snprintf(out_path, sizeof(out_path), "/tmp/ptbpf-test-decode-%d.out", getpid());
+	snprintf(pt_path, sizeof(pt_path), "/tmp/ptbpf-test-decode-%d.pt", getpid());
+	fd = open(code_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0 || write(fd, code, sizeof(code)) != (ssize_t)sizeof(code))
+		return -1;
+	close(fd);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	unlink(code_path);
+	unlink(out_path);
+	unlink(pt_path);
+	return 0;
+}
+
+/* ---- PT encoding */
+
+struct enc {
+	uint8_t buf[4096];
+	struct pt_encoder *e;
+};
+
+static void enc_init(struct enc *en)
+{
+	struct pt_config cfg;
+
+	memset(en->buf, 0, sizeof(en->buf));
+	pt_config_init(&cfg);
+	cfg.begin = en->buf;
+	cfg.end = en->buf + sizeof(en->buf);
+	en->e = pt_alloc_encoder(&cfg);
+	assert_non_null(en->e);
+}
+
+static void put(struct enc *en, struct pt_packet p)
+{
+	assert_true(pt_enc_next(en->e, &p) > 0);
+}
+
+static size_t enc_done(struct enc *en)
+{
+	uint64_t off;
+
+	assert_int_equal(pt_enc_get_offset(en->e, &off), 0);
+	pt_free_encoder(en->e);
+	return (size_t)off;
+}
+
+static void put_psb(struct enc *en, uint64_t tsc, uint64_t ip)
+{
+	put(en, (struct pt_packet){ .type = ppt_psb });
+	if (tsc)
+		put(en, (struct pt_packet){ .type = ppt_tsc, .payload.tsc.tsc = tsc });
+	put(en, (struct pt_packet){ .type = ppt_mode, .payload.mode.leaf = pt_mol_exec,
+				    .payload.mode.bits.exec.csl = 1 });
+	if (ip)
+		put(en, (struct pt_packet){ .type = ppt_fup,
+					    .payload.ip = { .ipc = pt_ipc_sext_48, .ip = ip } });
+	put(en, (struct pt_packet){ .type = ppt_psbend });
+}
+
+static void put_tnt(struct enc *en, unsigned bits, uint64_t payload)
+{
+	put(en, (struct pt_packet){ .type = ppt_tnt_8,
+				    .payload.tnt = { .bit_size = (uint8_t)bits,
+						     .payload = payload } });
+}
+
+static void put_ip(struct enc *en, enum pt_packet_type type, uint64_t ip)
+{
+	put(en, (struct pt_packet){ .type = type,
+				    .payload.ip = { .ipc = ip ? pt_ipc_sext_48 : pt_ipc_suppressed,
+						    .ip = ip } });
+}
+
+/* The program above once: two calls, two compressed returns, the syscall. */
+static void put_program(struct enc *en)
+{
+	put_tnt(en, 2, 3);
+	put_ip(en, ppt_tip_pgd, 0);
+}
+
+static void write_file(const char *path, const void *data, size_t size)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, size), (ssize_t)size);
+	close(fd);
+}
+
+/* ---- reading results */
+
+static void read_events(void)
+{
+	char line[512];
+	FILE *f = fopen(out_path, "r");
+
+	assert_non_null(f);
+	nr_evs = 0;
+	while (fgets(line, sizeof(line), f) && nr_evs < (int)(sizeof(evs) / sizeof(evs[0]))) {
+		struct ev *e = &evs[nr_evs];
+
+		if (sscanf(line, "%u/%u %llu %15s %llx %llx", &e->pid, &e->tid, &e->time, e->kind,
+			   &e->from, &e->to) == 6)
+			nr_evs++;
+	}
+	fclose(f);
+}
+
+/* The index of the n-th event of `kind` (from 0), -1 if none. */
+static int find(const char *kind, int n)
+{
+	int i;
+
+	for (i = 0; i < nr_evs; i++)
+		if (!strcmp(evs[i].kind, kind) && !n--)
+			return i;
+	return -1;
+}
+
+static void expect(int i, const char *kind, unsigned long long from, unsigned long long to)
+{
+	assert_true(i >= 0 && i < nr_evs);
+	assert_string_equal(evs[i].kind, kind);
+	assert_int_equal(evs[i].from, from);
+	assert_int_equal(evs[i].to, to);
+}
+
+static int decode_raw(const void *pt, size_t size, uint64_t tsc_hz, uint32_t family,
+		      struct decode_stats *st)
+{
+	struct raw_image img = { .path = code_path, .vaddr = CODE_BASE };
+	struct raw_decode_opts raw = {
+		.pt_path = pt_path, .images = &img, .nr_images = 1, .tsc_hz = tsc_hz,
+		.cpu_family = family, .cpu_model = 85, .cpu_stepping = 4,
+	};
+	struct decode_opts opts = { .output = out_path, .format = DECODE_CALLS, .jobs = 1 };
+	int err;
+
+	write_file(pt_path, pt, size);
+	err = ptdecode_raw(&raw, &opts, st);
+	if (!err)
+		read_events();
+	return err;
+}
+
+/* ---- raw mode */
+
+static void test_raw_calls(void **state)
+{
+	struct decode_stats st;
+	struct enc en;
+	size_t n;
+	int s;
+
+	enc_init(&en);
+	put_psb(&en, 0, CODE_BASE);
+	put_program(&en);
+	n = enc_done(&en);
+	assert_int_equal(decode_raw(en.buf, n, 0, 0, &st), 0);
+	s = find("start", 0);
+	expect(s, "start", 0, CODE_BASE);
+	expect(s + 1, "call", CODE_BASE, CODE_BASE + 0x10);
+	expect(s + 2, "return", CODE_BASE + 0x10, CODE_BASE + 5);
+	expect(s + 3, "call", CODE_BASE + 5, CODE_BASE + 0x10);
+	expect(s + 4, "return", CODE_BASE + 0x10, CODE_BASE + 0xa);
+	expect(s + 5, "stop", CODE_BASE + 0xa, 0);
+	assert_int_equal(nr_evs, s + 6);
+	assert_int_equal(evs[s].pid, 1);
+	assert_int_equal(st.insns, 5);
+	assert_int_equal(st.calls, 2);
+	assert_int_equal(st.returns, 2);
+	assert_int_equal(st.errors, 0);
+	assert_int_equal(st.syncs, 1);
+	assert_int_equal(st.bytes, n);
+	assert_int_equal(st.threads, 1);
+}
+
+static void test_raw_error_resync(void **state)
+{
+	struct decode_stats st;
+	struct enc en;
+	size_t n;
+	int e;
+
+	/* the first PSB starts in unmapped memory: an error, then the next PSB decodes */
+	enc_init(&en);
+	put_psb(&en, 0, 0x500000);
+	put_tnt(&en, 1, 1);
+	put_psb(&en, 0, CODE_BASE);
+	put_program(&en);
+	n = enc_done(&en);
+	assert_int_equal(decode_raw(en.buf, n, 0, 0, &st), 0);
+	e = find("error", 0);
+	assert_true(e >= 0);
+	assert_int_equal(evs[e].from, 0x500000);
+	assert_int_equal(st.errors, 1);
+	assert_int_equal(st.syncs, 2);
+	assert_true(find("call", 1) > e);
+	assert_int_equal(st.calls, 2);
+}
+
+static void test_raw_overflow(void **state)
+{
+	struct decode_stats st;
+	struct enc en;
+	size_t n;
+	int o;
+
+	/* first call, then an overflow; tracing resumes at the second call */
+	enc_init(&en);
+	put_psb(&en, 0, CODE_BASE);
+	put(&en, (struct pt_packet){ .type = ppt_ovf });
+	put_ip(&en, ppt_fup, CODE_BASE + 5);
+	put_tnt(&en, 1, 1);
+	put_ip(&en, ppt_tip_pgd, 0);
+	n = enc_done(&en);
+	assert_int_equal(decode_raw(en.buf, n, 0, 0, &st), 0);
+	o = find("overflow", 0);
+	assert_true(o >= 0);
+	assert_int_equal(evs[o].to, CODE_BASE + 5);
+	assert_int_equal(st.overflows, 1);
+	assert_int_equal(st.errors, 0);
+	expect(find("call", 0), "call", CODE_BASE + 5, CODE_BASE + 0x10);
+	assert_true(find("call", 0) > o);
+}
+
+static void test_raw_time(void **state)
+{
+	struct decode_stats st;
+	struct enc en;
+	size_t n;
+	int i;
+
+	/* TSC 1000 at the first PSB, 3000 at the second; at 1 GHz a tick is a ns */
+	enc_init(&en);
+	put_psb(&en, 1000, CODE_BASE);
+	put_program(&en);
+	put_psb(&en, 3000, 0);
+	put_ip(&en, ppt_tip_pge, CODE_BASE);
+	put_program(&en);
+	n = enc_done(&en);
+	assert_int_equal(decode_raw(en.buf, n, 1000000000, 6, &st), 0);
+	assert_int_equal(st.calls, 4);
+	/* times are from the first TSC, and never go back */
+	assert_int_equal(evs[find("start", 0)].time, 0);
+	assert_int_equal(evs[find("start", 1)].time, 2000);
+	for (i = 1; i < nr_evs; i++)
+		assert_true(evs[i].time >= evs[i - 1].time);
+	assert_int_equal(st.last_time - st.first_time, 2000);
+}
+
+static void test_raw_garbage(void **state)
+{
+	struct decode_stats st;
+	uint8_t junk[8192];
+	unsigned i, seed = 12345;
+
+	/* random bytes: no crash, no hang, whatever can be decoded is */
+	for (i = 0; i < sizeof(junk); i++) {
+		seed = seed * 1103515245 + 12345;
+		junk[i] = (uint8_t)(seed >> 16);
+	}
+	assert_int_equal(decode_raw(junk, sizeof(junk), 0, 6, &st), 0);
+	assert_int_equal(st.bytes, sizeof(junk));
+}
+
+static void test_raw_bad_args(void **state)
+{
+	struct raw_image img = { .path = code_path, .vaddr = CODE_BASE };
+	struct raw_decode_opts raw = { .pt_path = pt_path, .images = &img, .nr_images = 1 };
+	struct decode_opts opts = { .output = out_path, .format = DECODE_CALLS };
+	struct raw_image bad = { .path = "/nonexistent/ptbpf-code", .vaddr = CODE_BASE };
+	struct decode_stats st;
+
+	assert_int_equal(ptdecode_raw(NULL, &opts, &st), -EINVAL);
+	assert_int_equal(ptdecode_raw(&raw, NULL, &st), -EINVAL);
+	raw.pt_path = NULL;
+	assert_int_equal(ptdecode_raw(&raw, &opts, &st), -EINVAL);
+	raw.pt_path = "/nonexistent/ptbpf-pt";
+	assert_int_equal(ptdecode_raw(&raw, &opts, &st), -ENOENT);
+	/* an empty file has no PT */
+	write_file(pt_path, "", 0);
+	raw.pt_path = pt_path;
+	assert_int_equal(ptdecode_raw(&raw, &opts, &st), -ENODATA);
+	/* a missing image */
+	write_file(pt_path, "\x02\x82", 2);
+	raw.images = &bad;
+	assert_int_equal(ptdecode_raw(&raw, &opts, &st), -ENOENT);
+	/* an ELF image that is not an ELF file */
+	bad.path = code_path;
+	bad.elf = true;
+	assert_int_equal(ptdecode_raw(&raw, &opts, &st), -ENOEXEC);
+}
+
+/* ---- capture mode */
+
+static void add_switch_in(struct capture *cap, uint32_t cpu, uint32_t pid, uint32_t tid,
+			  uint64_t time)
+{
+	struct pd_record r = {
+		.type = PERF_RECORD_SWITCH_CPU_WIDE,
+		.sample = { .pid = pid, .tid = tid, .time = time, .cpu = cpu,
+			    .valid = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU },
+		.sw = { .next_prev_pid = 0, .next_prev_tid = 0 },
+	};
+
+	assert_int_equal(capture__add_record(cap, &r), 0);
+}
+
+static void add_mmap(struct capture *cap, uint32_t pid, const char *name, uint64_t addr,
+		     uint64_t len, uint64_t time)
+{
+	struct pd_record r = {
+		.type = PERF_RECORD_MMAP2,
+		.sample = { .pid = pid, .tid = pid, .time = time, .cpu = 0,
+			    .valid = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU },
+		.mmap = { .pid = pid, .tid = pid, .addr = addr, .len = len, .prot = 5,
+			  .filename = (char *)name },
+	};
+
+	assert_int_equal(capture__add_record(cap, &r), 0);
+}
+
+static void add_comm(struct capture *cap, uint32_t pid, uint32_t tid, const char *name)
+{
+	struct pd_record r = {
+		.type = PERF_RECORD_COMM,
+		.misc = PERF_RECORD_MISC_COMM_EXEC,
+		.sample = { .pid = pid, .tid = tid, .time = 1, .cpu = 0,
+			    .valid = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU },
+		.comm = { .pid = pid, .tid = tid, .comm = (char *)name },
+	};
+
+	assert_int_equal(capture__add_record(cap, &r), 0);
+}
+
+static void add_aux(struct capture *cap, uint32_t cpu, const void *data, size_t size)
+{
+	struct pd_auxtrace a = {
+		.size = size, .reference = 1, .idx = cpu, .tid = UINT32_MAX, .cpu = cpu,
+	};
+
+	assert_int_equal(capture__add_aux(cap, &a, data), 0);
+}
+
+/* A per-CPU capture of process 100: the code file and the [uprobes] page mapped. */
+static struct capture *new_capture(void)
+{
+	struct perf_event_attr attr = {
+		.type = 8, .size = sizeof(attr), .config = 1ull << 10 /* tsc */,
+		.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU,
+		.sample_id_all = 1,
+	};
+	uint64_t ids[2] = { 1, 2 };
+	struct capture *cap = capture__new();
+
+	assert_non_null(cap);
+	assert_int_equal(capture__add_attr(cap, &attr, ids, 2, "intel_pt//u"), 0);
+	cap->pt.present = true;
+	cap->pt.pmu_type = 8;
+	cap->pt.tsc_bit = 10;
+	cap->pt.per_cpu_mmaps = 1;
+	cap->pt.have_sched_switch = 3;
+	/* TSC -> perf time: identity (shift 0, mult 1, zero 0) */
+	cap->pt.cap_user_time_zero = 1;
+	cap->pt.time_mult = 1;
+	add_comm(cap, 100, 100, "target");
+	add_mmap(cap, 100, code_path, CODE_BASE, 0x1000, 2);
+	add_mmap(cap, 100, "[uprobes]", TRAMPOLINE, 0x1000, 3);
+	return cap;
+}
+
+static int decode_capture(const struct capture *cap, int jobs, struct decode_stats *st)
+{
+	struct decode_opts opts = { .output = out_path, .format = DECODE_CALLS, .jobs = jobs };
+	int err = ptdecode_capture(cap, &opts, st);
+
+	if (!err)
+		read_events();
+	return err;
+}
+
+static char *slurp(const char *path)
+{
+	char *buf = calloc(1, 1 << 16);
+	FILE *f = fopen(path, "r");
+
+	assert_non_null(buf);
+	assert_non_null(f);
+	assert_true(fread(buf, 1, (1 << 16) - 1, f) > 0);
+	fclose(f);
+	return buf;
+}
+
+static void test_capture_two_cpus(void **state)
+{
+	struct capture *cap = new_capture();
+	struct decode_stats st;
+	struct enc a, b;
+	char *one, *two;
+	size_t na, nb;
+	int i, seen100 = 0, seen101 = 0;
+
+	/* thread 100 on CPU 0 from t=10, thread 101 on CPU 1 from t=20 */
+	add_switch_in(cap, 0, 100, 100, 10);
+	add_switch_in(cap, 1, 100, 101, 20);
+	enc_init(&a);
+	put_psb(&a, 100, CODE_BASE);
+	put_program(&a);
+	na = enc_done(&a);
+	enc_init(&b);
+	put_psb(&b, 150, CODE_BASE);
+	put_program(&b);
+	nb = enc_done(&b);
+	add_aux(cap, 0, a.buf, na);
+	add_aux(cap, 1, b.buf, nb);
+
+	assert_int_equal(decode_capture(cap, 1, &st), 0);
+	one = slurp(out_path);
+	for (i = 0; i < nr_evs; i++) {
+		if (strcmp(evs[i].kind, "call"))
+			continue;
+		seen100 += evs[i].tid == 100;
+		seen101 += evs[i].tid == 101;
+		assert_int_equal(evs[i].pid, 100);
+	}
+	assert_int_equal(seen100, 2);
+	assert_int_equal(seen101, 2);
+	assert_int_equal(st.calls, 4);
+	assert_int_equal(st.threads, 2);
+	assert_int_equal(st.errors, 0);
+	/* the same output with two decoder threads */
+	assert_int_equal(decode_capture(cap, 2, &st), 0);
+	two = slurp(out_path);
+	assert_string_equal(one, two);
+	free(one);
+	free(two);
+	capture__free(cap);
+}
+
+static void test_capture_uretprobe(void **state)
+{
+	struct capture *cap = new_capture();
+	struct decode_stats st;
+	struct enc en;
+	size_t n;
+	int r;
+
+	/*
+	 * A uretprobe'd function: its ret goes to the trampoline (TIP, not compressed), the
+	 * trampoline's syscall disables tracing, which resumes at the real return address.
+	 */
+	add_switch_in(cap, 0, 100, 100, 10);
+	enc_init(&en);
+	put_psb(&en, 100, CODE_BASE);
+	put_ip(&en, ppt_tip, TRAMPOLINE);
+	put_ip(&en, ppt_tip_pgd, 0);
+	put_ip(&en, ppt_tip_pge, CODE_BASE + 5);
+	put_tnt(&en, 1, 1);
+	put_ip(&en, ppt_tip_pgd, 0);
+	n = enc_done(&en);
+	add_aux(cap, 0, en.buf, n);
+
+	assert_int_equal(decode_capture(cap, 1, &st), 0);
+	assert_int_equal(st.errors, 0);
+	r = find("return", 0);
+	expect(r, "return", CODE_BASE + 0x10, CODE_BASE + 5);
+	/* no gap for the trampoline: the next event is the second call */
+	expect(r + 1, "call", CODE_BASE + 5, CODE_BASE + 0x10);
+	assert_int_equal(find("stop", 1), -1);
+	assert_int_equal(st.returns, 2);
+	capture__free(cap);
+}
+
+static void test_capture_bad(void **state)
+{
+	struct decode_opts opts = { .output = out_path, .format = DECODE_CALLS, .jobs = 1 };
+	struct capture *cap = capture__new();
+	struct decode_stats st;
+
+	assert_int_equal(ptdecode_capture(NULL, &opts, &st), -EINVAL);
+	assert_int_equal(ptdecode_capture(cap, NULL, &st), -EINVAL);
+	/* no PT in it */
+	assert_int_equal(ptdecode_capture(cap, &opts, &st), -ENODATA);
+	capture__free(cap);
+	/* --strict and a missing binary */
+	cap = new_capture();
+	add_mmap(cap, 100, "/nonexistent/ptbpf-lib.so", 0x500000, 0x1000, 4);
+	add_aux(cap, 0, "\x02\x82\x02\x82", 4);
+	opts.strict = true;
+	assert_int_equal(ptdecode_capture(cap, &opts, &st), -ENOENT);
+	capture__free(cap);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_raw_calls),
+		cmocka_unit_test(test_raw_error_resync),
+		cmocka_unit_test(test_raw_overflow),
+		cmocka_unit_test(test_raw_time),
+		cmocka_unit_test(test_raw_garbage),
+		cmocka_unit_test(test_raw_bad_args),
+		cmocka_unit_test(test_capture_two_cpus),
+		cmocka_unit_test(test_capture_uretprobe),
+		cmocka_unit_test(test_capture_bad),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
