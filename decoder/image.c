@@ -507,6 +507,24 @@ out:
 	return err;
 }
 
+int ptd_images_add_kcore(struct ptd_images *im, const char *kcore)
+{
+	int as, err;
+
+	as = ptd_aspace_new(im, UINT32_MAX, 0);
+	if (as < 0)
+		return as;
+	err = ptd_aspace_map_elf(im, as, kcore, 0);
+	if (err)
+		return err;
+	/* kallsyms names its code, not the file (kcore has no symbols) */
+	if (im->as[as].nr_maps)
+		im->dsos[im->as[as].maps[0].dso].kernel = true;
+	im->kernel_as = as;
+	/* its sections go first: user images copy them in */
+	return ptd_images_build(im, as);
+}
+
 static int add_section(struct ptd_images *im, struct ptd_aspace *as, struct ptd_map *m)
 {
 	struct ptd_dso *d = &im->dsos[m->dso];

@@ -131,6 +131,9 @@ int ptd_aspace_map_file(struct ptd_images *im, int as, const char *name, uint64_
 /* Add `size` bytes of `data` at `vaddr` (copied into an in-memory file). */
 int ptd_aspace_map_bytes(struct ptd_images *im, int as, const char *name, const void *data,
 			 size_t size, uint64_t vaddr);
+/* The kernel: the PT_LOAD segments of a kcore copy, in an address space of its own that
+ * every other one includes. */
+int ptd_images_add_kcore(struct ptd_images *im, const char *kcore);
 /* Raw-mode images (ptxed --elf / --raw). */
 int ptd_aspace_map_elf(struct ptd_images *im, int as, const char *path, uint64_t base);
 int ptd_aspace_map_raw(struct ptd_images *im, int as, const char *path, uint64_t from,
@@ -155,6 +158,8 @@ void symbols__free(struct symbols *sy);
  * Read-only and lock-free once symbols__preload() ran: used from decoder threads.
  */
 int symbols__func_start(struct symbols *sy, int as, uint64_t addr, uint64_t *start);
+/* Kernel text symbols from a kallsyms copy; 0, -errno, or -ENODATA (no text symbols). */
+int symbols__load_kallsyms(struct symbols *sy, const char *path);
 /* Loads every symbol table the address spaces need (before decoder threads start). */
 int symbols__preload(struct symbols *sy);
 /* Demangled name of the function at `addr` (or "binary+0xoff"), cached; single thread. */

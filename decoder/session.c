@@ -414,6 +414,26 @@ static const struct pd_trigger *find_trigger(const struct capture *cap)
 	return NULL;
 }
 
+/* --kernel: the capture's kcore copy (perf record --kcore layout: kcore_dir/kcore). */
+static int add_kernel(struct session *ss)
+{
+	const struct capture *cap = ss->cap;
+	char path[PATH_MAX];
+	int err;
+
+	if (!cap->kcore_dir) {
+		elog("%s: no kcore copy in this capture, cannot decode the kernel (capture with "
+		     "--kernel, or perf record --kcore)\n", cap->path ? cap->path : "capture");
+		return -ENOENT;
+	}
+	snprintf(path, sizeof(path), "%s/kcore", cap->kcore_dir);
+	err = ptd_images_add_kcore(&ss->im, path);
+	if (err)
+		elog("%s: cannot load the kernel's code: %s\n", path,
+		     err == -ENOEXEC ? "not an ELF file" : strerror(-err));
+	return err;
+}
+
 /* ---------------------------------------------------------------- streams */
 
 static int add_to_queue(struct session *ss, const struct pd_auxtrace *a, bool per_cpu)
@@ -527,6 +547,11 @@ int ptdecode_capture(const struct capture *cap, const struct decode_opts *opts,
 		return err;
 	ptd_images_set_vdso(&ss.im, cap->vdso, cap->vdso_size);
 	config_from_capture(&ss);
+	if (opts->kernel) {
+		err = add_kernel(&ss);
+		if (err)
+			goto cleanup;
+	}
 	err = read_sideband(&ss);
 	if (err)
 		goto cleanup;
@@ -555,6 +580,17 @@ int ptdecode_capture(const struct capture *cap, const struct decode_opts *opts,
 	if (!ss.sy) {
 		err = -ENOMEM;
 		goto cleanup;
+	}
+	if (opts->kernel) {
+		char path[PATH_MAX];
+
+		snprintf(path, sizeof(path), "%s/kallsyms", cap->kcore_dir);
+		err = symbols__load_kallsyms(ss.sy, path);
+		if (err) {
+			elog("%s: %s; kernel frames show as kcore+0xoff\n", path,
+			     err == -ENODATA ? "no text symbols (kptr_restrict?)" : strerror(-err));
+			err = 0;
+		}
 	}
 	symbols__preload(ss.sy);
 	err = finish_extra(&ss);

@@ -34,6 +34,12 @@ struct sdso {
 	bool loaded;		/* load attempted */
 };
 
+/* Kernel text symbols from a kallsyms copy, sorted by address. */
+struct ksym {
+	uint64_t addr;		/* run-time address */
+	struct sym sym;		/* name, addr, size (to the next symbol) */
+};
+
 /* Cached answer for one address. */
 struct sym_entry {
 	uint64_t key;		/* address, 0: empty slot */
@@ -64,6 +70,8 @@ struct symbols {
 	struct name_entry *names;	/* open addressing, power of two */
 	size_t names_size, names_used;
 	struct arena_block *arena;	/* names live here until symbols__free() */
+	struct ksym *ksyms;		/* kallsyms text symbols, sorted, NULL if none */
+	size_t nr_ksyms;
 };
 
 static char *arena_strdup(struct symbols *sy, const char *s)
@@ -122,9 +130,87 @@ void symbols__free(struct symbols *sy)
 		free(b);
 	}
 	free(sy->dsos);
+	free(sy->ksyms);
 	free(sy->cache);
 	free(sy->names);
 	free(sy);
+}
+
+static int cmp_ksym(const void *a, const void *b)
+{
+	const struct ksym *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+int symbols__load_kallsyms(struct symbols *sy, const char *path)
+{
+	char line[512], name[256], type;
+	unsigned long long addr;
+	size_t cap = 0, i;
+	FILE *f;
+
+	if (!sy || !path)
+		return -EINVAL;
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		struct ksym *k;
+		char *n;
+
+		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3 || !addr)
+			continue;
+		/* text symbols: t/T, and weak W/w (kallsyms marks some functions weak) */
+		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+			continue;
+		if (sy->nr_ksyms == cap) {
+			struct ksym *v;
+
+			cap = cap ? cap * 2 : 4096;
+			v = realloc(sy->ksyms, cap * sizeof(*v));
+			if (!v) {
+				fclose(f);
+				return -ENOMEM;
+			}
+			sy->ksyms = v;
+		}
+		n = arena_strdup(sy, name);
+		if (!n) {
+			fclose(f);
+			return -ENOMEM;
+		}
+		k = &sy->ksyms[sy->nr_ksyms++];
+		k->addr = addr;
+		k->sym = (struct sym){ .name = n, .addr = addr };
+	}
+	fclose(f);
+	qsort(sy->ksyms, sy->nr_ksyms, sizeof(*sy->ksyms), cmp_ksym);
+	for (i = 0; i + 1 < sy->nr_ksyms; i++)
+		sy->ksyms[i].sym.size = sy->ksyms[i + 1].addr - sy->ksyms[i].addr;
+	return sy->nr_ksyms ? 0 : -ENODATA;
+}
+
+static const struct sym *find_ksym(const struct symbols *sy, uint64_t addr)
+{
+	size_t lo = 0, hi = sy->nr_ksyms;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (sy->ksyms[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	lo--;
+	/* the last symbol has no size: keep it within a page */
+	if (sy->ksyms[lo].sym.size ? addr - sy->ksyms[lo].addr >= sy->ksyms[lo].sym.size :
+				     addr - sy->ksyms[lo].addr >= 4096)
+		return NULL;
+	return &sy->ksyms[lo].sym;
 }
 
 static bool regular_file(const char *path)
@@ -190,6 +276,8 @@ static struct sdso *sdso_get(struct symbols *sy, uint32_t dso)
 	if (sd->loaded)
 		return sd;
 	sd->loaded = true;
+	if (sy->im->dsos[dso].kernel)
+		return sd;	/* kallsyms, not the kcore file's (absent) symbols */
 	path = ptd_dso_path(sy->im, dso);
 	if (path) {
 		int err = symtab__load(path, &sd->st);
@@ -197,7 +285,7 @@ static struct sdso *sdso_get(struct symbols *sy, uint32_t dso)
 		if (err && err != -ENODATA)
 			dlog("symbols: %s: %s\n", path, strerror(-err));
 	}
-	if (!sy->im->dsos[dso].kernel) {
+	{
 		const struct ptd_dso *d = &sy->im->dsos[dso];
 		const uint8_t *id = d->build_id;
 		uint32_t size = d->build_id_size;
@@ -245,10 +333,13 @@ int symbols__preload(struct symbols *sy)
 	return 0;
 }
 
-static const struct sym *find_sym(const struct sdso *sd, uint64_t link)
+static const struct sym *find_sym(const struct symbols *sy, const struct ptd_map *m,
+				  const struct sdso *sd, uint64_t link)
 {
 	const struct sym *s = NULL;
 
+	if (sy->im->dsos[m->dso].kernel)
+		return find_ksym(sy, link);
 	if (sd->debug)
 		s = symtab__find_addr(sd->debug, link);
 	if (!s && sd->st)
@@ -266,7 +357,7 @@ int symbols__func_start(struct symbols *sy, int as, uint64_t addr, uint64_t *sta
 	if (!m || m->dso == UINT32_MAX || m->dso >= sy->nr_dsos)
 		return -ENOENT;
 	sd = &sy->dsos[m->dso];
-	s = find_sym(sd, addr - m->bias);
+	s = find_sym(sy, m, sd, addr - m->bias);
 	if (!s)
 		return -ENOENT;
 	*start = s->addr + m->bias;
@@ -392,7 +483,7 @@ int symbols__lookup(struct symbols *sy, int as, uint64_t addr, struct cs_symbol 
 	if (sd) {
 		uint64_t bias = map_bias(sy, (struct ptd_map *)m, sd);
 
-		s = find_sym(sd, addr - bias);
+		s = find_sym(sy, m, sd, addr - bias);
 		if (s)
 			start = s->addr + bias;
 	}

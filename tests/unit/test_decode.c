@@ -18,7 +18,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include <elf.h>
 #include <intel-pt.h>
+#include <sys/stat.h>
 
 #include "perfdata.h"
 #include "ptdecode.h"
@@ -45,6 +47,7 @@ struct ev {
 	unsigned pid, tid;
 	unsigned long long time, from, to;
 	char kind[16];
+	char name[64];		/* symbol of `to` (or `from` for a stop) */
 };
 
 static struct ev evs[256];
@@ -160,8 +163,9 @@ static void read_events(void)
 	while (fgets(line, sizeof(line), f) && nr_evs < (int)(sizeof(evs) / sizeof(evs[0]))) {
 		struct ev *e = &evs[nr_evs];
 
-		if (sscanf(line, "%u/%u %llu %15s %llx %llx", &e->pid, &e->tid, &e->time, e->kind,
-			   &e->from, &e->to) == 6)
+		e->name[0] = '\0';
+		if (sscanf(line, "%u/%u %llu %15s %llx %llx %63s", &e->pid, &e->tid, &e->time,
+			   e->kind, &e->from, &e->to, e->name) >= 6)
 			nr_evs++;
 	}
 	fclose(f);
@@ -533,6 +537,87 @@ static void test_capture_uretprobe(void **state)
 	capture__free(cap);
 }
 
+/* A kcore copy (one PT_LOAD of `code` at `vaddr`) and kallsyms naming its functions. */
+static void make_kcore_dir(const char *dir, uint64_t vaddr)
+{
+	uint8_t file[0x1000 + sizeof(code)] = {};
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)file;
+	Elf64_Phdr *ph = (Elf64_Phdr *)(file + sizeof(*eh));
+	char path[128], syms[256];
+
+	memcpy(eh->e_ident, ELFMAG, SELFMAG);
+	eh->e_ident[EI_CLASS] = ELFCLASS64;
+	eh->e_ident[EI_DATA] = ELFDATA2LSB;
+	eh->e_ident[EI_VERSION] = EV_CURRENT;
+	eh->e_type = ET_CORE;
+	eh->e_machine = EM_X86_64;
+	eh->e_version = EV_CURRENT;
+	eh->e_phoff = sizeof(*eh);
+	eh->e_ehsize = sizeof(*eh);
+	eh->e_phentsize = sizeof(*ph);
+	eh->e_phnum = 1;
+	ph->p_type = PT_LOAD;
+	ph->p_flags = PF_R | PF_W | PF_X;
+	ph->p_offset = 0x1000;
+	ph->p_vaddr = vaddr;
+	ph->p_filesz = ph->p_memsz = sizeof(code);
+	ph->p_align = 0x1000;
+	memcpy(file + 0x1000, code, sizeof(code));
+	assert_int_equal(mkdir(dir, 0700), 0);
+	snprintf(path, sizeof(path), "%s/kcore", dir);
+	write_file(path, file, sizeof(file));
+	snprintf(syms, sizeof(syms),
+		 "%llx T kernel_entry\n%llx t kernel_leaf\n%llx D some_data\n",
+		 (unsigned long long)vaddr, (unsigned long long)vaddr + 0x10,
+		 (unsigned long long)vaddr + 0x100);
+	snprintf(path, sizeof(path), "%s/kallsyms", dir);
+	write_file(path, syms, strlen(syms));
+}
+
+static void test_capture_kernel(void **state)
+{
+	const uint64_t kbase = 0xffffffff81000000ull;
+	struct decode_opts opts = { .output = out_path, .format = DECODE_CALLS, .jobs = 1 };
+	struct capture *cap = new_capture();
+	struct decode_stats st;
+	char dir[64], path[96];
+	struct enc en;
+	size_t n;
+	int c;
+
+	snprintf(dir, sizeof(dir), "/tmp/ptbpf-test-decode-%d.kcore_dir", getpid());
+	make_kcore_dir(dir, kbase);
+	add_switch_in(cap, 0, 100, 100, 10);
+	enc_init(&en);
+	put_psb(&en, 100, kbase);
+	put_program(&en);
+	n = enc_done(&en);
+	add_aux(cap, 0, en.buf, n);
+
+	/* without --kernel the kernel's code is unknown: an error */
+	assert_int_equal(decode_capture(cap, 1, &st), 0);
+	assert_int_equal(st.errors, 1);
+	/* --kernel without a kcore copy in the capture */
+	opts.kernel = true;
+	assert_int_equal(ptdecode_capture(cap, &opts, &st), -ENOENT);
+	cap->kcore_dir = capture__strdup(cap, dir);
+	assert_int_equal(ptdecode_capture(cap, &opts, &st), 0);
+	read_events();
+	assert_int_equal(st.errors, 0);
+	assert_int_equal(st.calls, 2);
+	c = find("call", 0);
+	expect(c, "call", kbase, kbase + 0x10);
+	assert_string_equal(evs[c].name, "kernel_leaf");
+	assert_string_equal(evs[find("start", 0)].name, "kernel_entry");
+
+	snprintf(path, sizeof(path), "%s/kcore", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/kallsyms", dir);
+	unlink(path);
+	rmdir(dir);
+	capture__free(cap);
+}
+
 static void test_capture_bad(void **state)
 {
 	struct decode_opts opts = { .output = out_path, .format = DECODE_CALLS, .jobs = 1 };
@@ -564,6 +649,7 @@ int main(void)
 		cmocka_unit_test(test_raw_bad_args),
 		cmocka_unit_test(test_capture_two_cpus),
 		cmocka_unit_test(test_capture_uretprobe),
+		cmocka_unit_test(test_capture_kernel),
 		cmocka_unit_test(test_capture_bad),
 	};
 
