@@ -26,9 +26,21 @@ struct pid_as {
 	int32_t as;
 };
 
-/* Threads that got at least one control-flow event. */
+/* A call the summary keeps track of (see note_slowest()). */
+struct frame {
+	uint64_t from;		/* the call instruction */
+	uint64_t callee;	/* where it went (updated by tail calls) */
+	uint64_t time;		/* when */
+};
+
+#define SHADOW_MAX_DEPTH 1024
+
+/* Threads that got at least one control-flow event, with a shadow call stack. */
 struct seen_thread {
 	uint64_t key;		/* pid << 32 | tid, plus one; 0: empty */
+	struct frame *stack;	/* calls not yet returned, outermost first */
+	uint32_t depth;		/* frames in stack */
+	uint32_t lost;		/* calls deeper than SHADOW_MAX_DEPTH, not kept */
 };
 
 struct ptd_output {
@@ -44,6 +56,9 @@ struct ptd_output {
 	size_t seen_size, seen_used;
 	uint64_t first_time, last_time;	/* of control-flow events */
 	bool trigger_placed;
+	uint64_t slowest_ns;		/* longest returned call so far */
+	uint32_t slowest_pid, slowest_tid;
+	char slowest_path[512];
 	int err;
 };
 
@@ -117,7 +132,7 @@ static bool seen_has(const struct ptd_output *o, uint32_t pid, uint32_t tid)
 	return o->seen_size && o->seen[seen_slot(o->seen, o->seen_size, key)].key == key;
 }
 
-static int seen_add(struct ptd_output *o, uint32_t pid, uint32_t tid)
+static struct seen_thread *seen_add(struct ptd_output *o, uint32_t pid, uint32_t tid)
 {
 	uint64_t key = ((uint64_t)pid << 32 | tid) + 1;
 	size_t h;
@@ -127,7 +142,7 @@ static int seen_add(struct ptd_output *o, uint32_t pid, uint32_t tid)
 		struct seen_thread *v = calloc(size, sizeof(*v));
 
 		if (!v)
-			return -ENOMEM;
+			return NULL;
 		for (i = 0; i < o->seen_size; i++)
 			if (o->seen[i].key)
 				v[seen_slot(v, size, o->seen[i].key)] = o->seen[i];
@@ -140,7 +155,95 @@ static int seen_add(struct ptd_output *o, uint32_t pid, uint32_t tid)
 		o->seen[h].key = key;
 		o->seen_used++;
 	}
-	return 0;
+	return &o->seen[h];
+}
+
+/* "a > b > c" for the frames of a thread, cut at the front to fit. */
+static void frames_path(struct ptd_output *o, int as, const struct frame *f, uint32_t n,
+			char *buf, size_t size)
+{
+	size_t len = 0;
+	uint32_t i;
+
+	buf[0] = '\0';
+	for (i = n; i-- > 0;) {
+		struct cs_symbol sym;
+		char tmp[512];
+		size_t l;
+
+		if (symbols__lookup(o->o.symbols, as, f[i].callee, &sym))
+			sym.name = "[unknown]";
+		l = (size_t)snprintf(tmp, sizeof(tmp), "%s%s", sym.name, len ? " > " : "");
+		if (len + l + 1 > size) {
+			static const char dots[] = "... > ";
+
+			if (len + sizeof(dots) <= size) {
+				memmove(buf + sizeof(dots) - 1, buf, len + 1);
+				memcpy(buf, dots, sizeof(dots) - 1);
+			}
+			return;
+		}
+		memmove(buf + l, buf, len + 1);
+		memcpy(buf, tmp, l);
+		len += l;
+	}
+}
+
+/*
+ * The summary's "slowest call": a shadow stack per thread, pushed by calls and popped
+ * by the return that lands just after a call site (deeper frames it skips are popped
+ * with it, as longjmp and unwinding do); errors empty it, as they restart the stack.
+ */
+static int note_slowest(struct ptd_output *o, struct seen_thread *t, const struct ptd_event *ev)
+{
+	uint32_t i;
+
+	switch (ev->kind) {
+	case PTD_CALL:
+		if (t->depth == SHADOW_MAX_DEPTH) {
+			t->lost++;
+			return 0;
+		}
+		if (!t->stack) {
+			t->stack = malloc(SHADOW_MAX_DEPTH * sizeof(*t->stack));
+			if (!t->stack)
+				return -ENOMEM;
+		}
+		t->stack[t->depth++] = (struct frame){ ev->from, ev->to, ev->time };
+		return 0;
+	case PTD_JUMP:
+		if (t->depth && !t->lost)
+			t->stack[t->depth - 1].callee = ev->to;
+		return 0;
+	case PTD_RETURN:
+		if (t->lost) {
+			t->lost--;
+			return 0;
+		}
+		for (i = t->depth; i-- > 0;) {
+			const struct frame *f = &t->stack[i];
+
+			if (ev->to <= f->from || ev->to - f->from > 15)
+				continue;
+			if (ev->time - f->time > o->slowest_ns) {
+				o->slowest_ns = ev->time - f->time;
+				o->slowest_pid = ev->pid;
+				o->slowest_tid = ev->tid;
+				frames_path(o, (int)ev->asid, t->stack, i + 1, o->slowest_path,
+					    sizeof(o->slowest_path));
+			}
+			t->depth = i;
+			break;
+		}
+		return 0;
+	case PTD_ERROR:
+	case PTD_OVERFLOW:
+		t->depth = 0;
+		t->lost = 0;
+		return 0;
+	default:
+		return 0;
+	}
 }
 
 static int symbolize(void *ctx, uint32_t pid, uint64_t addr, struct cs_symbol *out)
@@ -275,6 +378,7 @@ static int calls_event(struct ptd_output *o, const struct ptd_event *ev)
 static int sink_event(void *ctx, const struct ptd_event *ev)
 {
 	struct ptd_output *o = ctx;
+	struct seen_thread *t;
 	int err;
 
 	if (ev->kind != PTD_COMM && ev->kind != PTD_TRIGGER && ev->kind < PTD_SWITCH_IN) {
@@ -282,7 +386,10 @@ static int sink_event(void *ctx, const struct ptd_event *ev)
 			o->first_time = ev->time;
 		if (ev->time > o->last_time)
 			o->last_time = ev->time;
-		err = seen_add(o, ev->pid, ev->tid);
+		t = seen_add(o, ev->pid, ev->tid);
+		if (!t)
+			return -ENOMEM;
+		err = note_slowest(o, t, ev);
 		if (err)
 			return err;
 		if (pid_get(o, ev->pid) != (int)ev->asid) {
@@ -358,6 +465,7 @@ fail:
 int ptd_output_close(struct ptd_output *o, struct decode_stats *stats)
 {
 	int err = 0, e;
+	size_t i;
 
 	if (!o)
 		return 0;
@@ -379,7 +487,13 @@ int ptd_output_close(struct ptd_output *o, struct decode_stats *stats)
 		stats->first_time = o->first_time;
 		stats->last_time = o->last_time;
 		stats->trigger_placed = o->trigger_placed;
+		stats->slowest_ns = o->slowest_ns;
+		stats->slowest_pid = o->slowest_pid;
+		stats->slowest_tid = o->slowest_tid;
+		memcpy(stats->slowest_path, o->slowest_path, sizeof(stats->slowest_path));
 	}
+	for (i = 0; i < o->seen_size; i++)
+		free(o->seen[i].stack);
 	free(o->pids);
 	free(o->seen);
 	free(o);

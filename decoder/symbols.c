@@ -289,9 +289,13 @@ static struct sdso *sdso_get(struct symbols *sy, uint32_t dso)
 		const struct ptd_dso *d = &sy->im->dsos[dso];
 		const uint8_t *id = d->build_id;
 		uint32_t size = d->build_id_size;
+		uint8_t buf[64];
 
+		/* the capture's build-id, else the file's (stripped files have one too) */
 		if (!size && sd->st)
 			symtab__build_id(sd->st, &id, &size);
+		if (!size && path && !symtab__read_build_id(path, buf, sizeof(buf), &size))
+			id = buf;
 		sd->debug = load_debug_file(sy, id, size);
 	}
 	return sd;

@@ -42,6 +42,11 @@ struct decode_stats {
 	uint64_t first_time, last_time;	/* absolute ns span of the decoded flow */
 	double seconds;			/* wall time of the decode */
 	bool trigger_placed;		/* the trigger marker was placed in a thread's flow */
+	/* For a capture summary: the longest call that returned in the trace. */
+	uint64_t slowest_ns;		/* its duration, 0 if no call returned */
+	uint32_t slowest_pid, slowest_tid;	/* its thread */
+	char slowest_path[512];		/* "main > handle > slow_path" (outermost first, cut
+					 * at the front with "... > " when too long) */
 };
 
 /* Decode a capture; output per `opts`. */

@@ -316,6 +316,13 @@ static void print_stats(const struct decode_stats *st)
 		st->syncs, st->bytes, st->threads,
 		st->last_time > st->first_time ? (st->last_time - st->first_time) / 1e9 : 0.0,
 		st->seconds, st->seconds > 0 ? mb / st->seconds : 0.0);
+	if (st->slowest_ns) {
+		char buf[32];
+
+		fprintf(stderr, "slowest call  %s in %u/%u: %s\n",
+			fmt_duration(st->slowest_ns, buf, sizeof(buf)), st->slowest_pid,
+			st->slowest_tid, st->slowest_path);
+	}
 }
 
 int cmd_decode(int argc, char **argv)

@@ -238,6 +238,10 @@ static void test_raw_calls(void **state)
 	assert_int_equal(st.syncs, 1);
 	assert_int_equal(st.bytes, n);
 	assert_int_equal(st.threads, 1);
+	/* no TSC: instructions are the clock; each call returns one instruction later */
+	assert_int_equal(st.slowest_ns, 1);
+	assert_int_equal(st.slowest_tid, 1);
+	assert_non_null(strstr(st.slowest_path, ".code+0x10"));
 }
 
 static void test_raw_error_resync(void **state)
