@@ -535,8 +535,8 @@ static int add_section(struct ptd_images *im, struct ptd_aspace *as, struct ptd_
 		if (!d->path) {
 			im->missing++;
 			if (!d->warned && d->name[0] == '/')
-				elog("warning: %s: binary not found%s%s; its code cannot be decoded "
-				     "and its frames show as %s+0xoff\n", d->name,
+				elog("warning: %s: binary not found%s%s; its code cannot be "
+				     "decoded and its frames show as %s+0xoff\n", d->name,
 				     im->sysroot ? " under " : "", im->sysroot ? im->sysroot : "",
 				     strrchr(d->name, '/') + 1);
 			d->warned = true;

@@ -332,10 +332,17 @@ static int cs_event(struct ptd_output *o, const struct ptd_event *ev)
 }
 
 static const char *const kind_names[] = {
-	[PTD_CALL] = "call",	   [PTD_RETURN] = "return",	    [PTD_JUMP] = "jump",
-	[PTD_START] = "start",	   [PTD_STOP] = "stop",		    [PTD_ERROR] = "error",
-	[PTD_OVERFLOW] = "overflow", [PTD_SWITCH_IN] = "switch-in", [PTD_SWITCH_OUT] = "switch-out",
-	[PTD_TRIGGER] = "trigger", [PTD_COMM] = "comm",
+	[PTD_CALL] = "call",
+	[PTD_RETURN] = "return",
+	[PTD_JUMP] = "jump",
+	[PTD_START] = "start",
+	[PTD_STOP] = "stop",
+	[PTD_ERROR] = "error",
+	[PTD_OVERFLOW] = "overflow",
+	[PTD_SWITCH_IN] = "switch-in",
+	[PTD_SWITCH_OUT] = "switch-out",
+	[PTD_TRIGGER] = "trigger",
+	[PTD_COMM] = "comm",
 };
 
 static int calls_event(struct ptd_output *o, const struct ptd_event *ev)

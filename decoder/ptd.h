@@ -35,7 +35,7 @@ enum ptd_kind {
 	PTD_START,		/* tracing (re)started at `to` */
 	PTD_STOP,		/* tracing stopped; `from` is the last instruction, `reason` why */
 	PTD_ERROR,		/* decode error `code` at trace `offset`, last ip `from` */
-	PTD_OVERFLOW,		/* OVF at trace `offset`; tracing resumed at `to` (0: unknown) */
+	PTD_OVERFLOW,		/* OVF at trace `offset`; tracing resumed at `to` (0: no) */
 	PTD_SWITCH_IN,		/* the thread was scheduled in on this CPU */
 	PTD_SWITCH_OUT,		/* the thread was scheduled out */
 	PTD_TRIGGER,		/* the capture's trigger fired on this thread (sideband) */
@@ -79,7 +79,7 @@ struct ptd_map {
 /* A file whose code or symbols we use, shared by every mapping of it. */
 struct ptd_dso {
 	char *name;		/* as the capture names it (MMAP2 filename) */
-	char *path;		/* file actually read (sysroot, build-id cache...), NULL: missing */
+	char *path;		/* file read (sysroot, build-id cache...), NULL: missing */
 	uint8_t build_id[20];	/* from MMAP2 or the file, valid if build_id_size */
 	uint8_t build_id_size;
 	bool warned;		/* "missing binary" already reported */
@@ -105,7 +105,7 @@ struct ptd_images {
 	const char *sysroot;		/* prefix for file names, NULL for none */
 	const char *debug_dir;		/* build-id cache, NULL: ~/.debug */
 	int kernel_as;			/* address space index of the kernel, -1 if none */
-	int memfds[8];			/* in-memory files (vDSO, trampoline): closed at free */
+	int memfds[8];			/* in-memory files (vDSO, trampoline) */
 	int nr_memfds;
 	pthread_mutex_t lock;		/* image building from decoder threads */
 	bool strict;			/* missing binaries are errors */

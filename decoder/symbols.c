@@ -244,8 +244,8 @@ static struct symtab *load_debug_file(struct symbols *sy, const uint8_t *id, uin
 		for (j = 0; j < sizeof(suffixes) / sizeof(suffixes[0]); j++) {
 			struct symtab *st;
 
-			snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s%s", dirs[i], hex, hex + 2,
-				 suffixes[j]);
+			snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s%s", dirs[i], hex,
+				 hex + 2, suffixes[j]);
 			if (!regular_file(path) || symtab__load(path, &st))
 				continue;
 			dlog("symbols: debug file %s\n", path);

@@ -38,12 +38,12 @@ struct symtab_entry {
 struct symtab {
 	struct symtab_entry *entries;	/* sorted by address, then rank */
 	uint32_t nr;
-	uint32_t *by_name;		/* indices into entries, sorted by name, then global first */
+	uint32_t *by_name;		/* indices of entries, sorted by name, global first */
 	char *names;			/* arena holding every name */
 	size_t names_len, names_cap;	/* bytes used / allocated in the arena */
 	struct sym_segment *segs;	/* PT_LOAD program headers, in file order */
 	uint32_t nr_segs;
-	uint8_t build_id[64];		/* NT_GNU_BUILD_ID descriptor, valid if build_id_size */
+	uint8_t build_id[64];		/* NT_GNU_BUILD_ID descriptor (build_id_size bytes) */
 	uint32_t build_id_size;
 	uint16_t e_type;		/* ET_EXEC, ET_DYN... */
 	uint64_t e_entry;		/* entry point (link time) */

@@ -142,8 +142,8 @@ static int add_image(struct argp_state *state, struct decode_env *env, const cha
 		char *colon, *dash;
 
 		if (!split_number(copy, &im->vaddr))
-			return usage_error(state, "invalid --raw '%s': expected FILE[:FROM[-TO]]:VADDR",
-					   arg);
+			return usage_error(state, "invalid --raw '%s': expected "
+					   "FILE[:FROM[-TO]]:VADDR", arg);
 		/* an optional FROM[-TO] before the address */
 		colon = strrchr(copy, ':');
 		if (colon) {
@@ -230,8 +230,8 @@ static error_t parse_decode_opt(int key, char *arg, struct argp_state *state)
 	case OPT_CPU:
 		if (sscanf(arg, "%u/%u/%u%c", &f, &m, &s, &tail) != 3 || !f || f > 0xffff ||
 		    m > 0xff || s > 0xff)
-			return usage_error(state, "invalid --cpu '%s': expected FAMILY/MODEL/STEPPING, "
-					   "e.g. 6/85/4", arg);
+			return usage_error(state, "invalid --cpu '%s': expected "
+					   "FAMILY/MODEL/STEPPING, e.g. 6/85/4", arg);
 		raw->cpu_family = f;
 		raw->cpu_model = m;
 		raw->cpu_stepping = s;
@@ -259,8 +259,8 @@ static error_t parse_decode_opt(int key, char *arg, struct argp_state *state)
 		return 0;
 	case 'j':
 		if (parse_u64(arg, 1, 1024, &v))
-			return usage_error(state, "invalid value for -j: '%s' (an integer from 1 to "
-					   "1024)", arg);
+			return usage_error(state, "invalid value for -j: '%s' (an integer "
+					   "from 1 to 1024)", arg);
 		env->opts.jobs = (int)v;
 		return 0;
 	case OPT_PROGRESS:
@@ -281,13 +281,14 @@ static error_t parse_decode_opt(int key, char *arg, struct argp_state *state)
 		if (env->raw.pt_path && env->capture)
 			return usage_error(state, "give a CAPTURE or --raw-pt FILE, not both");
 		if (!env->raw.pt_path && !env->capture)
-			return usage_error(state, "nothing to decode: give a CAPTURE or --raw-pt FILE");
+			return usage_error(state, "nothing to decode: give a CAPTURE or "
+					   "--raw-pt FILE");
 		if (!env->raw.pt_path && env->have_raw_params)
 			return usage_error(state, "--elf, --raw, --cpu, --mtc-freq, --nom-freq, "
 					   "--cpuid-0x15 and --tsc-hz go with --raw-pt");
 		if (env->raw.pt_path && !env->nr_images)
-			return usage_error(state, "--raw-pt needs the code: give --elf FILE or --raw "
-					   "FILE:VADDR");
+			return usage_error(state, "--raw-pt needs the code: give --elf FILE "
+					   "or --raw FILE:VADDR");
 		if (!env->opts.output && env->opts.format == DECODE_FXT)
 			return usage_error(state, "missing -o OUT.fxt (or --format text -o -)");
 		return 0;

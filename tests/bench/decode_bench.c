@@ -46,6 +46,12 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static double cpu_seconds(const struct rusage *ru)
+{
+	return ru->ru_utime.tv_sec + ru->ru_utime.tv_usec / 1e6 + ru->ru_stime.tv_sec +
+	       ru->ru_stime.tv_usec / 1e6;
+}
+
 /* Runs argv with stdout to `out` (NULL: /dev/null), stderr to /dev/null. */
 static int run(char *const argv[], const char *out, struct run *r)
 {
@@ -71,8 +77,7 @@ static int run(char *const argv[], const char *out, struct run *r)
 	if (wait4(pid, &status, 0, &ru) < 0)
 		return -errno;
 	r->wall = now() - t0;
-	r->cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
-		 ru.ru_stime.tv_usec / 1e6;
+	r->cpu = cpu_seconds(&ru);
 	r->status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 	return 0;
 }
@@ -124,8 +129,7 @@ static double libipt_alone(const uint8_t *pt, size_t size, const char *elf, uint
 	pt_blk_free_decoder(dec);
 	pt_image_free(image);
 	pt_iscache_free(isc);
-	return (b.ru_utime.tv_sec - a.ru_utime.tv_sec) + (b.ru_utime.tv_usec - a.ru_utime.tv_usec) / 1e6 +
-	       (b.ru_stime.tv_sec - a.ru_stime.tv_sec) + (b.ru_stime.tv_usec - a.ru_stime.tv_usec) / 1e6;
+	return cpu_seconds(&b) - cpu_seconds(&a);
 }
 
 int main(void)
@@ -149,8 +153,8 @@ int main(void)
 	want = (mib_env ? strtoull(mib_env, NULL, 10) : 16) << 20;
 	snprintf(src, sizeof(src), "%s/testdata/" CASE "/" FILE_NAME, shared);
 	snprintf(symfs, sizeof(symfs), "%s/testdata/" CASE "/symfs", shared);
-	snprintf(elf, sizeof(elf), "%s/home/joerg/git/angr/hase/tests/bin/control_flow/control_flow",
-		 symfs);
+	snprintf(elf, sizeof(elf), "%s/home/joerg/git/angr/hase/tests/bin/control_flow/"
+		 "control_flow", symfs);
 	snprintf(data, sizeof(data), "/tmp/ptbpf-bench-%d.data", getpid());
 	snprintf(fxt, sizeof(fxt), "/tmp/ptbpf-bench-%d.fxt", getpid());
 
