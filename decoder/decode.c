@@ -77,6 +77,7 @@ struct ptd_stream {
 	/* a return into the [uprobes] trampoline: emitted when tracing resumes */
 	uint64_t uret_from, uret_time;
 	bool uret;
+	bool xol;		/* in a probed instruction's out-of-line copy ([uprobes]) */
 
 	uint64_t now;		/* ns of the current position */
 	uint64_t last_time;	/* time of the last event emitted */
@@ -384,11 +385,14 @@ static bool jump_leaves(struct ptd_stream *s, uint64_t from, uint64_t to)
 	return e->leaves;
 }
 
-static bool in_uprobes(struct ptd_stream *s, uint64_t ip)
+/* 1: ip is in the [uprobes] page, 2: at its start (the uretprobe trampoline), else 0. */
+static int in_uprobes(struct ptd_stream *s, uint64_t ip)
 {
 	const struct ptd_map *m = ptd_aspace_lookup(s->o.images, s->as, ip);
 
-	return m && m->uprobes;
+	if (!m || !m->uprobes)
+		return 0;
+	return ip == m->start ? 2 : 1;
 }
 
 /* The previous block's branch went to `to`. */
@@ -442,8 +446,8 @@ static void on_block(struct ptd_stream *s, const struct pt_block *b)
 
 	if (s->need_start && start_tracing(s, b->ip) < 0)
 		s->as = -1;
-	if (s->uret) {
-		/* inside the trampoline: its branches are not the program's */
+	if (s->uret || s->xol) {
+		/* the trampoline's or a probed copy's branches are not the program's */
 		s->last_ip = b->end_ip;
 		return;
 	}
@@ -500,10 +504,19 @@ static int on_event(struct ptd_stream *s, const struct pt_event *e)
 			return 0;
 		}
 		s->pend.valid = false;
+		if (s->as >= 0 && in_uprobes(s, e->variant.enabled.ip) == 1) {
+			/*
+			 * An entry uprobe's instruction stepped out of line: part of the gap
+			 * its int3 opened, closed where tracing resumes in the program.
+			 */
+			s->xol = true;
+			return 0;
+		}
 		return start_tracing(s, e->variant.enabled.ip);
 
 	case ptev_disabled:
-		if (s->uret) {
+		if (s->uret || s->xol) {
+			s->xol = false;
 			s->pend.valid = false;
 			return 0;
 		}
@@ -515,8 +528,10 @@ static int on_event(struct ptd_stream *s, const struct pt_event *e)
 
 	case ptev_async_disabled:
 		resolve(s, e->variant.async_disabled.at);
-		if (s->uret)
+		if (s->uret || s->xol) {
+			s->xol = false;
 			return 0;
+		}
 		stop_tracing(s, CS_STOP_UNTRACED, s->last_ip);
 		return 0;
 
@@ -533,7 +548,7 @@ static int on_event(struct ptd_stream *s, const struct pt_event *e)
 	case ptev_overflow:
 		s->st.overflows++;
 		s->pend.valid = false;
-		s->uret = false;
+		s->uret = s->xol = false;
 		ev = emit(s, PTD_OVERFLOW, s->now);
 		if (ev) {
 			ev->offset = trace_offset(s);
@@ -564,7 +579,7 @@ static void stream_synced(struct ptd_stream *s, int status)
 	s->state = ST_RUN;
 	s->st.syncs++;
 	s->pend.valid = false;
-	s->uret = false;
+	s->uret = s->xol = false;
 	stream_time(s);
 	/* PSB+ with a FUP: tracing is on, with no event to say so */
 	s->need_start = !(status & pts_ip_suppressed);

@@ -32,10 +32,16 @@
 #define ISCACHE_LIMIT (1ull << 30)
 
 /*
- * The x86-64 uretprobe trampoline of Linux 6.11+ (arch/x86/kernel/uprobes.c): push %rax,
- * push %rcx, push %r11, mov $__NR_uretprobe,%rax, syscall, int3. Older kernels use a
- * lone int3; both end in a far transfer, which is all the decoder needs to see.
+ * The kernel's [uprobes] page, which no file backs and no process can read. Its first
+ * bytes are the x86-64 uretprobe trampoline of Linux 6.11+ (arch/x86/kernel/uprobes.c):
+ * push %rax, push %rcx, push %r11, mov $__NR_uretprobe,%rax, syscall, int3 (older
+ * kernels: a lone int3; both end in a far transfer, all the decoder needs). The rest
+ * holds the out-of-line copies of probed instructions, each executed alone and ended by
+ * a single-step trap; we cannot know them, and fill the page with one-byte nops, so that
+ * decoding walks from a slot to wherever the trap stopped tracing, with no error.
  */
+#define UPROBES_PAGE 4096
+
 static const uint8_t uretprobe_trampoline[] = {
 	0x50, 0x51, 0x41, 0x53, 0x48, 0xc7, 0xc0, 0x4f, 0x01, 0x00, 0x00, 0x0f, 0x05, 0xcc,
 };
@@ -396,8 +402,11 @@ int ptd_aspace_map_file(struct ptd_images *im, int asi, const char *name, uint64
 	if (asi < 0 || (uint32_t)asi >= im->nr_as || !len || start + len < start)
 		return -EINVAL;
 	if (!strcmp(name, "[uprobes]")) {
-		d = dso_of_bytes(im, "[uprobes]", uretprobe_trampoline,
-				 sizeof(uretprobe_trampoline));
+		uint8_t page[UPROBES_PAGE];
+
+		memset(page, 0x90, sizeof(page));
+		memcpy(page, uretprobe_trampoline, sizeof(uretprobe_trampoline));
+		d = dso_of_bytes(im, "[uprobes]", page, sizeof(page));
 		m.uprobes = true;
 		m.pgoff = 0;
 	} else if ((name[0] == '/' && name[1] != '/') || !strcmp(name, "[vdso]")) {

@@ -541,6 +541,47 @@ static void test_capture_uretprobe(void **state)
 	capture__free(cap);
 }
 
+static void test_capture_uprobe_xol(void **state)
+{
+	struct capture *cap = new_capture();
+	struct decode_stats st;
+	struct enc en;
+	size_t n;
+	int i;
+
+	/*
+	 * An entry uprobe on 0x400010 whose instruction the kernel steps out of line: the
+	 * int3 stops tracing there, the copy in the [uprobes] page runs traced (one byte
+	 * here) until the single-step trap, and tracing resumes after the probed code.
+	 */
+	add_switch_in(cap, 0, 100, 100, 10);
+	enc_init(&en);
+	put_psb(&en, 100, CODE_BASE);
+	put_ip(&en, ppt_fup, CODE_BASE + 0x10);
+	put_ip(&en, ppt_tip_pgd, 0);
+	put_ip(&en, ppt_tip_pge, TRAMPOLINE + 0x80);
+	put_ip(&en, ppt_fup, TRAMPOLINE + 0x81);
+	put_ip(&en, ppt_tip_pgd, 0);
+	put_ip(&en, ppt_tip_pge, CODE_BASE + 5);
+	put_tnt(&en, 1, 1);
+	put_ip(&en, ppt_tip_pgd, 0);
+	n = enc_done(&en);
+	add_aux(cap, 0, en.buf, n);
+
+	assert_int_equal(decode_capture(cap, 1, &st), 0);
+	assert_int_equal(st.errors, 0);
+	assert_int_equal(st.syncs, 1);
+	i = find("call", 0);
+	expect(i, "call", CODE_BASE, CODE_BASE + 0x10);
+	expect(i + 1, "stop", CODE_BASE, 0);
+	/* one gap: resumed in the program, nothing of the [uprobes] page shows */
+	expect(i + 2, "start", 0, CODE_BASE + 5);
+	expect(i + 3, "call", CODE_BASE + 5, CODE_BASE + 0x10);
+	for (i = 0; i < nr_evs; i++)
+		assert_false(evs[i].to >= TRAMPOLINE && evs[i].to < TRAMPOLINE + 0x1000);
+	capture__free(cap);
+}
+
 /* A kcore copy (one PT_LOAD of `code` at `vaddr`) and kallsyms naming its functions. */
 static void make_kcore_dir(const char *dir, uint64_t vaddr)
 {
@@ -653,6 +694,7 @@ int main(void)
 		cmocka_unit_test(test_raw_bad_args),
 		cmocka_unit_test(test_capture_two_cpus),
 		cmocka_unit_test(test_capture_uretprobe),
+		cmocka_unit_test(test_capture_uprobe_xol),
 		cmocka_unit_test(test_capture_kernel),
 		cmocka_unit_test(test_capture_bad),
 	};
