@@ -111,8 +111,10 @@ static void config_from_capture(struct session *ss)
 			break;
 		}
 	}
-	if (pt->mtc_bit && (config & (1ull << pt->mtc_bit)) && pt->mtc_freq_bits)
-		ss->config.mtc_freq = (config >> pt->mtc_freq_bits) & 0xf;
+	/* AUXTRACE_INFO holds masks of the config fields, as perf writes them */
+	if ((config & pt->mtc_bit) && pt->mtc_freq_bits)
+		ss->config.mtc_freq = (uint8_t)((config & pt->mtc_freq_bits) >>
+						__builtin_ctzll(pt->mtc_freq_bits));
 	ss->config.nom_freq = (uint8_t)pt->max_non_turbo_ratio;
 	ss->config.cpuid_0x15_eax = (uint32_t)pt->tsc_ctc_ratio_d;
 	ss->config.cpuid_0x15_ebx = (uint32_t)pt->tsc_ctc_ratio_n;
@@ -135,7 +137,7 @@ static void config_from_capture(struct session *ss)
 	}
 	/* without the TSC in the trace or a conversion, time is instruction counts */
 	ss->timeless = !pt->cap_user_time_zero || !ss->clock.mult ||
-		       (pt->tsc_bit && config && !(config & (1ull << pt->tsc_bit)));
+		       (pt->tsc_bit && config && !(config & pt->tsc_bit));
 }
 
 /* ---------------------------------------------------------------- sideband */

@@ -1,18 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * `make bench`: ptbpf decode against perf script on the same perf.data.
+ * `make bench`: ptbpf decode against perf script on the same perf.data, single thread.
  *
- * The input is a real `perf record -e intel_pt//u` capture (shared testdata, HASE
- * skl-control_flow: Skylake, TSC+MTC) whose AUX buffer, which starts at a PSB, is
- * repeated until it holds at least 16 MiB of PT (PTBPF_BENCH_MIB overrides): "repeated
- * PSB-aligned segments of a real trace". Both decoders run once, one thread each:
- *   ptbpf decode FILE --sysroot SYMFS -j 1 -o OUT.fxt
- *   perf script -i FILE --symfs SYMFS --itrace=cr > /dev/null
- * and the benchmark prints wall and CPU times, the ratio, and MB/s of PT decoded
- * (per wall second and per CPU second), against the goals: >= 50x perf script and
- * >= 100 MB/s per core. The libipt ceiling (block decoder alone, same data) is printed
- * too, since no libipt client can decode faster than libipt itself.
+ * Inputs are real hardware PT, repeated as PSB-aligned segments until there are at least
+ * 16 MiB of it (PTBPF_BENCH_MIB overrides), in a perf.data that both decoders read:
+ *   hase   the AUX buffer of a `perf record -e intel_pt//u` capture (shared testdata,
+ *          HASE skl-control_flow, Skylake, TSC+MTC): timing packets, syscalls, few
+ *          branches per byte;
+ *   mruby  the kAFL/Nyx trace of the mruby interpreter (shared testdata/hw-pt): dense
+ *          branches, no timing. Its page dump becomes an ELF file and the guest-context
+ *          packets (PIP, VMCS: no control flow) become PADs, so perf reads it as the
+ *          user-space trace it is; it goes into the HASE capture in place of its trace.
+ * For each: wall and CPU time of
+ *   ptbpf decode FILE -j 1 -o OUT.fxt
+ *   perf script -i FILE --itrace=cr > /dev/null
+ * the ratio, and MB/s of PT (per wall second and per CPU second), against the goals
+ * (>= 50x perf script, >= 100 MB/s per core); and the ceiling: libipt's block decoder
+ * alone over the same bytes, which no libipt client can beat.
  */
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <intel-pt.h>
@@ -27,16 +33,28 @@
 
 #include "perfdata.h"
 
-#define CASE "perf-intel-pt/hase-2018/skl-control_flow"
-#define FILE_NAME "control_flow-20180404T163033.perf"
+#define HASE "perf-intel-pt/hase-2018/skl-control_flow"
+#define HASE_FILE "control_flow-20180404T163033.perf"
+#define HASE_ELF "/home/joerg/git/angr/hase/tests/bin/control_flow/control_flow"
+#define MRUBY "hw-pt/kafl-libxdc-experiments/mruby"
 #define GOAL_RATIO 50.0
 #define GOAL_MBS 100.0
+#define MAX_RUNS 64
 
 struct run {
 	double wall;		/* seconds */
 	double cpu;		/* user + system seconds of the child */
 	int status;		/* exit status, -1 if it did not exit */
 };
+
+/* A piece of code for libipt-alone: bytes at `offset` of `path` loaded at `vaddr`. */
+struct piece {
+	const char *path;
+	uint64_t offset, size, vaddr;
+};
+
+static char shared_dir[256];
+static const char *ptbpf;
 
 static double now(void)
 {
@@ -52,8 +70,8 @@ static double cpu_seconds(const struct rusage *ru)
 	       ru->ru_stime.tv_usec / 1e6;
 }
 
-/* Runs argv with stdout to `out` (NULL: /dev/null), stderr to /dev/null. */
-static int run(char *const argv[], const char *out, struct run *r)
+/* Runs argv with stdout and stderr to /dev/null. */
+static int run(char *const argv[], struct run *r)
 {
 	struct rusage ru;
 	double t0 = now();
@@ -64,12 +82,11 @@ static int run(char *const argv[], const char *out, struct run *r)
 	if (pid < 0)
 		return -errno;
 	if (!pid) {
-		int fd = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		int null = open("/dev/null", O_WRONLY);
 
-		if (fd < 0 || null < 0)
+		if (null < 0)
 			_exit(127);
-		dup2(fd, 1);
+		dup2(null, 1);
 		dup2(null, 2);
 		execvp(argv[0], argv);
 		_exit(127);
@@ -82,15 +99,51 @@ static int run(char *const argv[], const char *out, struct run *r)
 	return 0;
 }
 
-/* libipt's block decoder alone over the same bytes and code: the ceiling. */
-static double libipt_alone(const uint8_t *pt, size_t size, const char *elf, uint64_t *insns)
+static uint8_t *read_file(const char *path, size_t *size)
+{
+	uint8_t *buf = NULL;
+	struct stat sb;
+	FILE *f = fopen(path, "rb");
+
+	if (!f)
+		return NULL;
+	if (!fstat(fileno(f), &sb) && sb.st_size > 0) {
+		buf = malloc((size_t)sb.st_size);
+		if (buf && fread(buf, 1, (size_t)sb.st_size, f) != (size_t)sb.st_size) {
+			free(buf);
+			buf = NULL;
+		}
+		*size = (size_t)sb.st_size;
+	}
+	fclose(f);
+	return buf;
+}
+
+static int write_file(const char *path, const void *data, size_t size)
+{
+	FILE *f = fopen(path, "wb");
+	int err = 0;
+
+	if (!f)
+		return -errno;
+	if (fwrite(data, 1, size, f) != size)
+		err = -EIO;
+	if (fclose(f))
+		err = -EIO;
+	return err;
+}
+
+/* libipt's block decoder alone, CPU seconds; the config is the one ptbpf would use. */
+static double libipt_alone(const uint8_t *pt, size_t size, const struct piece *pieces,
+			   unsigned nr, uint64_t *insns)
 {
 	struct pt_image_section_cache *isc = pt_iscache_alloc(NULL);
 	struct pt_image *image = pt_image_alloc(NULL);
 	struct pt_block_decoder *dec;
 	struct pt_config cfg;
 	struct rusage a, b;
-	int status, isid;
+	unsigned i;
+	int status;
 
 	pt_config_init(&cfg);
 	cfg.begin = (uint8_t *)pt;
@@ -103,27 +156,37 @@ static double libipt_alone(const uint8_t *pt, size_t size, const char *elf, uint
 	cfg.flags.variant.block.end_on_call = 1;
 	cfg.flags.variant.block.end_on_jump = 1;
 	pt_iscache_set_limit(isc, 1 << 30);
-	isid = pt_iscache_add_file(isc, elf, 0, 0xabc, 0x400000);
-	pt_image_add_cached(image, isc, isid, NULL);
+	for (i = 0; i < nr; i++)
+		pt_image_add_cached(image, isc,
+				    pt_iscache_add_file(isc, pieces[i].path, pieces[i].offset,
+							pieces[i].size, pieces[i].vaddr),
+				    NULL);
 	dec = pt_blk_alloc_decoder(&cfg);
 	pt_blk_set_image(dec, image);
 	*insns = 0;
 	getrusage(RUSAGE_SELF, &a);
-	status = pt_blk_sync_forward(dec);
-	while (status >= 0) {
-		struct pt_block block;
+	/* sync, drain events, blocks; resync after errors, as ptbpf does */
+	while (pt_blk_sync_forward(dec) >= 0) {
+		status = 0;
+		for (;;) {
+			struct pt_block block;
 
-		while (status & pts_event_pending) {
-			struct pt_event ev;
+			while (status & pts_event_pending) {
+				struct pt_event ev;
 
-			status = pt_blk_event(dec, &ev, sizeof(ev));
+				status = pt_blk_event(dec, &ev, sizeof(ev));
+				if (status < 0)
+					break;
+			}
+			if (status < 0)
+				break;
+			status = pt_blk_next(dec, &block, sizeof(block));
+			*insns += block.ninsn;
 			if (status < 0)
 				break;
 		}
-		if (status < 0)
+		if (status == -pte_eos)
 			break;
-		status = pt_blk_next(dec, &block, sizeof(block));
-		*insns += block.ninsn;
 	}
 	getrusage(RUSAGE_SELF, &b);
 	pt_blk_free_decoder(dec);
@@ -132,100 +195,275 @@ static double libipt_alone(const uint8_t *pt, size_t size, const char *elf, uint
 	return cpu_seconds(&b) - cpu_seconds(&a);
 }
 
+/* `seg` repeated until there are `want` bytes or more. */
+static uint8_t *repeat(const uint8_t *seg, size_t len, size_t want, size_t *size)
+{
+	uint8_t *big = malloc(want + len);
+	size_t i;
+
+	if (!big)
+		return NULL;
+	for (i = 0; i < want; i += len)
+		memcpy(big + i, seg, len);
+	*size = i;
+	return big;
+}
+
+/* Replaces the capture's AUX buffers by one holding `pt`. */
+static int set_trace(struct capture *cap, const uint8_t *pt, size_t size)
+{
+	struct pd_auxtrace aux = cap->aux[0];
+
+	aux.size = size;
+	cap->nr_aux = 0;
+	return capture__add_aux(cap, &aux, pt);
+}
+
+static void measure(const char *name, const char *data, const char *sysroot, const uint8_t *pt,
+		    size_t size, const struct piece *pieces, unsigned nr)
+{
+	char fxt[64];
+	char *pe_argv[] = { (char *)ptbpf, "decode", (char *)data, "-j", "1", "-o", fxt,
+			    sysroot ? "--sysroot" : NULL, (char *)sysroot, NULL };
+	char *pr_argv[] = { "perf", "script", "-f", "-i", (char *)data, "--itrace=cr",
+			    sysroot ? "--symfs" : NULL, (char *)sysroot, NULL };
+	struct run pe = {}, pr = {};
+	double mb = size / 1e6, ipt;
+	uint64_t insns;
+
+	snprintf(fxt, sizeof(fxt), "/tmp/ptbpf-bench-%d.fxt", getpid());
+	if (run(pe_argv, &pe) || pe.status) {
+		printf("%s: ptbpf decode failed (exit %d)\n", name, pe.status);
+		unlink(fxt);
+		return;
+	}
+	unlink(fxt);
+	ipt = libipt_alone(pt, size, pieces, nr, &insns);
+	printf("%s: %.1f MB of PT, %llu instructions\n", name, mb, (unsigned long long)insns);
+	printf("  %-36s %8s %8s %12s %12s\n", "", "wall s", "cpu s", "MB/s (wall)", "MB/s (cpu)");
+	printf("  %-36s %8.3f %8.3f %12.1f %12.1f\n", "ptbpf decode -j1 -o out.fxt", pe.wall,
+	       pe.cpu, mb / pe.wall, mb / pe.cpu);
+	if (run(pr_argv, &pr) || pr.status) {
+		printf("  perf script: not available (exit %d), no ratio\n", pr.status);
+	} else {
+		printf("  %-36s %8.3f %8.3f %12.1f %12.1f\n", "perf script --itrace=cr >/dev/null",
+		       pr.wall, pr.cpu, mb / pr.wall, mb / pr.cpu);
+	}
+	printf("  %-36s %8s %8.3f %12s %12.1f\n", "libipt block decoder alone (ceiling)", "", ipt,
+	       "", mb / ipt);
+	if (!pr.status && pr.wall > 0)
+		printf("  ratio perf script / ptbpf: %.1fx wall, %.1fx cpu (goal >= %.0fx: %s); "
+		       "libipt alone would be %.1fx\n",
+		       pr.wall / pe.wall, pr.cpu / pe.cpu, GOAL_RATIO,
+		       pr.wall / pe.wall >= GOAL_RATIO ? "met" : "not met", pr.cpu / ipt);
+	printf("  PT per core: %.1f MB/s (goal >= %.0f: %s); ptbpf runs at %.0f%% of libipt's "
+	       "own speed\n", mb / pe.cpu, GOAL_MBS, mb / pe.cpu >= GOAL_MBS ? "met" : "not met",
+	       100.0 * ipt / pe.cpu);
+}
+
+static void bench_hase(size_t want)
+{
+	char src[512], symfs[512], elf[1024], data[64];
+	struct capture *cap = NULL;
+	uint8_t *big = NULL;
+	size_t size;
+
+	snprintf(src, sizeof(src), "%s/testdata/" HASE "/" HASE_FILE, shared_dir);
+	snprintf(symfs, sizeof(symfs), "%s/testdata/" HASE "/symfs", shared_dir);
+	snprintf(elf, sizeof(elf), "%s" HASE_ELF, symfs);
+	snprintf(data, sizeof(data), "/tmp/ptbpf-bench-%d.data", getpid());
+	if (perfdata_read(src, &cap) || cap->nr_aux != 1) {
+		printf("hase: SKIP: cannot read %s\n", src);
+		goto out;
+	}
+	/* the buffer starts at a PSB: its copies follow each other cleanly */
+	big = repeat(cap->aux[0].data, cap->aux[0].size, want, &size);
+	if (!big || set_trace(cap, big, size) || perfdata_write(data, cap)) {
+		printf("hase: cannot write %s\n", data);
+		goto out;
+	}
+	{
+		const struct piece code = { elf, 0, 0xabc, 0x400000 };
+
+		measure("hase (Skylake, TSC+MTC, control_flow)", data, symfs, big, size, &code, 1);
+	}
+out:
+	unlink(data);
+	free(big);
+	capture__free(cap);
+}
+
+/* [first PSB, last PSB) of a trace, with PIP and VMCS packets made PADs (in place). */
+static int plain_user_trace(uint8_t *pt, size_t size, size_t *begin, size_t *end)
+{
+	struct pt_packet_decoder *d;
+	struct pt_config cfg;
+	struct pt_packet p;
+	uint64_t off, first = UINT64_MAX, last = 0;
+
+	pt_config_init(&cfg);
+	cfg.begin = pt;
+	cfg.end = pt + size;
+	d = pt_pkt_alloc_decoder(&cfg);
+	if (!d || pt_pkt_sync_forward(d) < 0)
+		return -EINVAL;
+	while (pt_pkt_get_offset(d, &off) >= 0 && pt_pkt_next(d, &p, sizeof(p)) > 0) {
+		if (p.type == ppt_psb) {
+			if (first == UINT64_MAX)
+				first = off;
+			last = off;
+		} else if (p.type == ppt_pip || p.type == ppt_vmcs) {
+			memset(pt + off, 0, p.size);
+		}
+	}
+	pt_pkt_free_decoder(d);
+	if (first == UINT64_MAX || last <= first)
+		return -EINVAL;
+	*begin = first;
+	*end = last;
+	return 0;
+}
+
+/*
+ * An ELF executable of a kAFL page dump: one PT_LOAD per run of consecutive pages,
+ * the pages at file offset 0x1000 on. Returns the runs as pieces (offsets in the ELF).
+ */
+static int dump_elf(const char *dir, const char *out, struct piece *runs, unsigned *nr)
+{
+	char path[640];
+	uint8_t *addrs, *dump, *file = NULL;
+	size_t na, nd, i, n = 0;
+	Elf64_Ehdr eh = {};
+	Elf64_Phdr ph[MAX_RUNS] = {};
+	int err = -EINVAL;
+
+	snprintf(path, sizeof(path), "%s/data.addr", dir);
+	addrs = read_file(path, &na);
+	snprintf(path, sizeof(path), "%s/data.dump", dir);
+	dump = read_file(path, &nd);
+	if (!addrs || !dump || nd < na / 8 * 4096)
+		goto out;
+	for (i = 0; i < na / 8; i++) {
+		uint64_t a;
+
+		memcpy(&a, addrs + 8 * i, 8);
+		if (a & 0xfff)
+			continue;	/* an unmapped page */
+		if (n && runs[n - 1].vaddr + runs[n - 1].size == a &&
+		    runs[n - 1].offset + runs[n - 1].size == 0x1000 + i * 4096) {
+			runs[n - 1].size += 4096;
+			continue;
+		}
+		if (n == MAX_RUNS)
+			goto out;
+		runs[n++] = (struct piece){ out, 0x1000 + i * 4096, 4096, a };
+	}
+	memcpy(eh.e_ident, ELFMAG, SELFMAG);
+	eh.e_ident[EI_CLASS] = ELFCLASS64;
+	eh.e_ident[EI_DATA] = ELFDATA2LSB;
+	eh.e_ident[EI_VERSION] = EV_CURRENT;
+	eh.e_type = ET_EXEC;
+	eh.e_machine = EM_X86_64;
+	eh.e_version = EV_CURRENT;
+	eh.e_entry = runs[0].vaddr;
+	eh.e_phoff = sizeof(eh);
+	eh.e_ehsize = sizeof(eh);
+	eh.e_phentsize = sizeof(ph[0]);
+	eh.e_phnum = (uint16_t)n;
+	for (i = 0; i < n; i++)
+		ph[i] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_flags = PF_R | PF_X,
+				      .p_offset = runs[i].offset, .p_vaddr = runs[i].vaddr,
+				      .p_paddr = runs[i].vaddr, .p_filesz = runs[i].size,
+				      .p_memsz = runs[i].size, .p_align = 0x1000 };
+	file = calloc(1, 0x1000 + nd);
+	if (!file || sizeof(eh) + n * sizeof(ph[0]) > 0x1000)
+		goto out;
+	memcpy(file, &eh, sizeof(eh));
+	memcpy(file + sizeof(eh), ph, n * sizeof(ph[0]));
+	memcpy(file + 0x1000, dump, nd);
+	err = write_file(out, file, 0x1000 + nd);
+	*nr = (unsigned)n;
+out:
+	free(addrs);
+	free(dump);
+	free(file);
+	return err;
+}
+
+static void bench_mruby(size_t want)
+{
+	char src[512], dir[512], elf[64], data[64], trace[600];
+	struct capture *cap = NULL;
+	struct piece runs[MAX_RUNS];
+	uint8_t *pt = NULL, *big = NULL;
+	size_t size, begin, end, i, nr_rec;
+	unsigned nr = 0, k;
+
+	memset(runs, 0, sizeof(runs));
+
+	snprintf(src, sizeof(src), "%s/testdata/" HASE "/" HASE_FILE, shared_dir);
+	snprintf(dir, sizeof(dir), "%s/testdata/" MRUBY, shared_dir);
+	snprintf(trace, sizeof(trace), "%s/trace", dir);
+	snprintf(elf, sizeof(elf), "/tmp/ptbpf-bench-%d.mruby", getpid());
+	snprintf(data, sizeof(data), "/tmp/ptbpf-bench-%d.data", getpid());
+	pt = read_file(trace, &size);
+	if (!pt || plain_user_trace(pt, size, &begin, &end) || dump_elf(dir, elf, runs, &nr) ||
+	    perfdata_read(src, &cap) || cap->nr_aux != 1) {
+		printf("mruby: SKIP: cannot prepare %s\n", dir);
+		goto out;
+	}
+	/*
+	 * The HASE capture's sideband, with the program's mapping made the dump's runs, in
+	 * its place (perf wants its records in time order).
+	 */
+	nr_rec = cap->nr_records;
+	for (i = 0; i < nr_rec; i++) {
+		struct pd_record r = cap->records[i];
+
+		if (r.type != PERF_RECORD_MMAP2 || r.mmap.filename[0] != '/')
+			continue;
+		for (k = 1; k < nr; k++)
+			if (capture__add_record(cap, &r))
+				goto out;
+		memmove(&cap->records[i + nr], &cap->records[i + 1],
+			(nr_rec - i - 1) * sizeof(*cap->records));
+		for (k = 0; k < nr; k++) {
+			r.mmap.addr = runs[k].vaddr;
+			r.mmap.len = runs[k].size;
+			r.mmap.pgoff = runs[k].offset;
+			r.mmap.filename = elf;
+			cap->records[i + k] = r;
+		}
+		break;
+	}
+	/* no timing packets in this trace */
+	cap->attrs[0].attr.config &= ~(cap->pt.tsc_bit | cap->pt.mtc_bit);
+	big = repeat(pt + begin, end - begin, want, &size);
+	if (!big || set_trace(cap, big, size) || perfdata_write(data, cap)) {
+		printf("mruby: cannot write %s\n", data);
+		goto out;
+	}
+	measure("mruby (kAFL, dense branches, no timing)", data, NULL, big, size, runs, nr);
+out:
+	unlink(data);
+	unlink(elf);
+	free(pt);
+	free(big);
+	capture__free(cap);
+}
+
 int main(void)
 {
-	const char *shared = getenv("SHARED"), *ptbpf = getenv("PTBPF"), *mib_env;
-	char src[512], symfs[512], elf[640], data[64], fxt[64];
-	struct capture *cap = NULL;
-	struct pd_auxtrace aux;
-	struct run pr = {}, pe = {};
-	uint64_t want, insns = 0;
-	uint8_t *big = NULL;
-	size_t seg, i;
-	double mb, ipt;
-	int err, rc = 1;
+	const char *shared = getenv("SHARED"), *mib = getenv("PTBPF_BENCH_MIB");
+	size_t want = (mib ? strtoull(mib, NULL, 10) : 16) << 20;
 
+	ptbpf = getenv("PTBPF");
 	if (!shared || !ptbpf) {
 		fprintf(stderr, "decode_bench: SHARED and PTBPF must be set (make bench does)\n");
 		return 1;
 	}
-	mib_env = getenv("PTBPF_BENCH_MIB");
-	want = (mib_env ? strtoull(mib_env, NULL, 10) : 16) << 20;
-	snprintf(src, sizeof(src), "%s/testdata/" CASE "/" FILE_NAME, shared);
-	snprintf(symfs, sizeof(symfs), "%s/testdata/" CASE "/symfs", shared);
-	snprintf(elf, sizeof(elf), "%s/home/joerg/git/angr/hase/tests/bin/control_flow/"
-		 "control_flow", symfs);
-	snprintf(data, sizeof(data), "/tmp/ptbpf-bench-%d.data", getpid());
-	snprintf(fxt, sizeof(fxt), "/tmp/ptbpf-bench-%d.fxt", getpid());
-
-	err = perfdata_read(src, &cap);
-	if (err) {
-		printf("SKIP: cannot read %s\n", src);
-		return 0;
-	}
-	if (cap->nr_aux != 1 || !cap->aux[0].size) {
-		fprintf(stderr, "decode_bench: %s: expected one AUX buffer\n", src);
-		goto out;
-	}
-	/* the segment starts at a PSB: copies of it follow each other cleanly */
-	seg = cap->aux[0].size;
-	big = malloc(want + seg);
-	if (!big)
-		goto out;
-	for (i = 0; i < want; i += seg)
-		memcpy(big + i, cap->aux[0].data, seg);
-	aux = cap->aux[0];
-	aux.size = i;
-	cap->nr_aux = 0;
-	if (capture__add_aux(cap, &aux, big) || perfdata_write(data, cap)) {
-		fprintf(stderr, "decode_bench: cannot write %s\n", data);
-		goto out;
-	}
-	mb = aux.size / 1e6;
-	printf("input: %s, its %zu-byte AUX buffer repeated to %.1f MB of PT\n", FILE_NAME, seg,
-	       mb);
-
-	{
-		char *argv[] = { (char *)ptbpf, "decode", data, "--sysroot", symfs, "-j", "1",
-				 "-o", fxt, NULL };
-
-		if (run(argv, NULL, &pe) || pe.status) {
-			fprintf(stderr, "decode_bench: ptbpf decode failed (%d)\n", pe.status);
-			goto out;
-		}
-	}
-	{
-		char *argv[] = { "perf", "script", "-f", "-i", data, "--symfs", symfs,
-				 "--itrace=cr", NULL };
-
-		if (run(argv, NULL, &pr) || pr.status) {
-			printf("SKIP: perf script is not available (%d); ptbpf alone: %.3f s, "
-			       "%.1f MB/s\n", pr.status, pe.wall, mb / pe.wall);
-			rc = 0;
-			goto out;
-		}
-	}
-	ipt = libipt_alone(big, aux.size, elf, &insns);
-
-	printf("%-34s %9s %9s %12s %12s\n", "", "wall s", "cpu s", "MB/s (wall)", "MB/s (cpu)");
-	printf("%-34s %9.3f %9.3f %12.1f %12.1f\n", "ptbpf decode -j1 -o out.fxt", pe.wall, pe.cpu,
-	       mb / pe.wall, mb / pe.cpu);
-	printf("%-34s %9.3f %9.3f %12.1f %12.1f\n", "perf script --itrace=cr >/dev/null", pr.wall,
-	       pr.cpu, mb / pr.wall, mb / pr.cpu);
-	printf("%-34s %9s %9.3f %12s %12.1f   (%llu instructions)\n",
-	       "libipt block decoder alone", "", ipt, "", mb / ipt, (unsigned long long)insns);
-	printf("ratio perf script / ptbpf: %.1fx wall, %.1fx cpu (goal >= %.0fx): %s\n",
-	       pr.wall / pe.wall, pr.cpu / pe.cpu, GOAL_RATIO,
-	       pr.wall / pe.wall >= GOAL_RATIO ? "met" : "NOT met");
-	printf("PT per core: %.1f MB/s (goal >= %.0f MB/s): %s; libipt alone reaches %.1f MB/s, "
-	       "ptbpf is at %.0f%% of it\n",
-	       mb / pe.cpu, GOAL_MBS, mb / pe.cpu >= GOAL_MBS ? "met" : "NOT met", mb / ipt,
-	       100.0 * ipt / pe.cpu);
-	rc = 0;
-out:
-	unlink(data);
-	unlink(fxt);
-	free(big);
-	capture__free(cap);
-	return rc;
+	snprintf(shared_dir, sizeof(shared_dir), "%s", shared);
+	bench_hase(want);
+	bench_mruby(want);
+	return 0;
 }

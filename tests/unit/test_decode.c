@@ -427,7 +427,7 @@ static struct capture *new_capture(void)
 	assert_int_equal(capture__add_attr(cap, &attr, ids, 2, "intel_pt//u"), 0);
 	cap->pt.present = true;
 	cap->pt.pmu_type = 8;
-	cap->pt.tsc_bit = 10;
+	cap->pt.tsc_bit = 1ull << 10;	/* a mask, as perf writes it */
 	cap->pt.per_cpu_mmaps = 1;
 	cap->pt.have_sched_switch = 3;
 	/* TSC -> perf time: identity (shift 0, mult 1, zero 0) */
