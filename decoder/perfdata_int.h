@@ -161,15 +161,15 @@ struct pd_vdso_chunk {
 
 /* A trigger. A newer writer may append fields; readers take the ones they know. */
 struct pd_trigger_disk {
-	uint32_t kind;
-	uint32_t index;
-	uint32_t cpu, pid, tid;
-	uint32_t reserved;
-	uint64_t time;
-	uint64_t ktime;
-	uint64_t ip;
-	uint64_t latency_ns;
-	uint64_t arg0, arg1;
+	uint32_t kind;			/* enum trigger_kind */
+	uint32_t index;			/* position on the command line */
+	uint32_t cpu, pid, tid;		/* where it fired */
+	uint32_t reserved;		/* zero */
+	uint64_t time;			/* perf clock ns, 0 if unknown */
+	uint64_t ktime;			/* CLOCK_MONOTONIC ns */
+	uint64_t ip;			/* probed address, 0 if none */
+	uint64_t latency_ns;		/* latency triggers, else 0 */
+	uint64_t arg0, arg1;		/* the probe's first two arguments */
 };
 
 

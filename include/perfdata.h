@@ -27,19 +27,19 @@
 struct pd_pt_info {
 	uint64_t pmu_type;		/* intel_pt PMU type (sysfs type file) */
 	uint64_t time_shift;		/* TSC -> perf time: from the PT event's mmap page */
-	uint64_t time_mult;
-	uint64_t time_zero;
+	uint64_t time_mult;		/* perf time = time_zero + tsc * time_mult >> time_shift */
+	uint64_t time_zero;		/* (pd_tsc_to_time()); perf uses these, not TIME_CONV */
 	uint64_t cap_user_time_zero;	/* 0: timeless decoding (TSC values ignored) */
-	uint64_t tsc_bit;		/* config masks of tsc (0x400), noretcomp, mtc, cyc */
-	uint64_t noretcomp_bit;
+	uint64_t tsc_bit;		/* config mask of tsc (0x400) */
+	uint64_t noretcomp_bit;		/* config mask of noretcomp (0x800) */
 	uint64_t have_sched_switch;	/* 0 none, 1 sched_switch tp, 2 SWITCH, 3 SWITCH_CPU_WIDE */
 	uint64_t snapshot_mode;		/* 1: AUX area was an overwrite (snapshot) ring */
 	uint64_t per_cpu_mmaps;		/* 1: one AUX buffer per CPU, 0: per thread */
-	uint64_t mtc_bit;
+	uint64_t mtc_bit;		/* config mask of mtc (0x200) */
 	uint64_t mtc_freq_bits;		/* mask of mtc_period in config (0x3c000) */
 	uint64_t tsc_ctc_ratio_n;	/* CPUID.0x15 EBX */
 	uint64_t tsc_ctc_ratio_d;	/* CPUID.0x15 EAX */
-	uint64_t cyc_bit;
+	uint64_t cyc_bit;		/* config mask of cyc (0x2) */
 	uint64_t max_non_turbo_ratio;	/* MSR_PLATFORM_INFO[15:8], for libipt nom_freq */
 	char *filter;			/* address filter string, NULL if none */
 	bool present;			/* an AUXTRACE_INFO of type intel_pt was seen */
@@ -53,7 +53,7 @@ struct pd_pt_info {
 struct pd_attr {
 	struct perf_event_attr attr;	/* as written (size = PERF_ATTR_SIZE_VER* of the file) */
 	uint64_t *ids;			/* sample ids of this event (one per CPU or thread) */
-	uint32_t nr_ids;
+	uint32_t nr_ids;		/* entries in ids */
 	char *name;			/* from HEADER_EVENT_DESC, NULL if absent */
 };
 
