@@ -90,9 +90,9 @@ struct backend {
 	char desc[320];
 };
 
-static long perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group)
+static int perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group)
 {
-	return syscall(SYS_perf_event_open, attr, pid, cpu, group, PERF_FLAG_FD_CLOEXEC);
+	return pt_sys_perf_event_open(attr, pid, cpu, group);
 }
 
 static bool pt_usable(char *why, size_t why_size)
@@ -254,7 +254,7 @@ static int cpu_open(struct backend *b, struct pt_cpu *c, int index)
 		open_error(b, c->cpu, err);
 		return err;
 	}
-	p = mmap(NULL, b->page + b->data_size, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, 0);
+	p = pt_sys_mmap(b->page + b->data_size, PROT_READ | PROT_WRITE, c->fd, 0);
 	if (p == MAP_FAILED) {
 		err = -errno;
 		elog("--backend pt: cannot map the data ring of CPU %d: %s%s\n", c->cpu,
@@ -266,7 +266,7 @@ static int cpu_open(struct backend *b, struct pt_cpu *c, int index)
 	c->pc->aux_offset = b->page + b->data_size;
 	c->pc->aux_size = b->aux_size;
 	/* no PROT_WRITE: the kernel makes it an overwrite (snapshot) ring */
-	p = mmap(NULL, b->aux_size, PROT_READ, MAP_SHARED, c->fd, c->pc->aux_offset);
+	p = pt_sys_mmap(b->aux_size, PROT_READ, c->fd, c->pc->aux_offset);
 	if (p == MAP_FAILED) {
 		err = -errno;
 		elog("--backend pt: cannot map a %zu KiB AUX area on CPU %d: %s (fix: a smaller "
@@ -275,12 +275,12 @@ static int cpu_open(struct backend *b, struct pt_cpu *c, int index)
 		return err;
 	}
 	c->aux = p;
-	if (ioctl(c->fd, PERF_EVENT_IOC_ID, &c->id)) {
+	if (pt_sys_ioctl(c->fd, PERF_EVENT_IOC_ID, (unsigned long)&c->id)) {
 		err = -errno;
 		elog("--backend pt: PERF_EVENT_IOC_ID on CPU %d: %s\n", c->cpu, strerror(-err));
 		return err;
 	}
-	if (b->filter && ioctl(c->fd, PERF_EVENT_IOC_SET_FILTER, b->filter)) {
+	if (b->filter && pt_sys_ioctl(c->fd, PERF_EVENT_IOC_SET_FILTER, (unsigned long)b->filter)) {
 		err = -errno;
 		elog("--backend pt: the kernel refused the address filter '%s': %s\n", b->filter,
 		     strerror(-err));
@@ -546,7 +546,7 @@ static int pt_start(struct backend *b)
 	if (!b)
 		return -EINVAL;
 	for (i = 0; i < b->nr_cpus; i++) {
-		if (ioctl(b->cpus[i].fd, PERF_EVENT_IOC_ENABLE, 0)) {
+		if (pt_sys_ioctl(b->cpus[i].fd, PERF_EVENT_IOC_ENABLE, 0)) {
 			err = -errno;
 			elog("--backend pt: cannot enable intel_pt on CPU %d: %s\n",
 			     b->cpus[i].cpu, strerror(-err));
@@ -657,7 +657,8 @@ static int pt_freeze(struct backend *b)
 	 * record goes to the data ring. The CPU a gate paused has written nothing since.
 	 */
 	for (i = 0; i < b->nr_cpus; i++) {
-		if (b->cpus[i].fd >= 0 && ioctl(b->cpus[i].fd, PERF_EVENT_IOC_DISABLE, 0) && !err)
+		if (b->cpus[i].fd >= 0 && pt_sys_ioctl(b->cpus[i].fd, PERF_EVENT_IOC_DISABLE, 0) &&
+		    !err)
 			err = -errno;
 	}
 	b->enabled = false;

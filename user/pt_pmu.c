@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <linux/perf_event.h>
@@ -360,6 +362,22 @@ static void cpu_hint(char *buf, size_t size)
 			 model[0] ? ", " : "", model, hv ? ", and this is a virtual machine" : "");
 }
 
+__attribute__((weak)) int pt_sys_perf_event_open(struct perf_event_attr *attr, int pid, int cpu,
+						  int group_fd)
+{
+	return syscall(SYS_perf_event_open, attr, pid, cpu, group_fd, PERF_FLAG_FD_CLOEXEC);
+}
+
+__attribute__((weak)) int pt_sys_ioctl(int fd, unsigned long request, unsigned long arg)
+{
+	return ioctl(fd, request, arg);
+}
+
+__attribute__((weak)) void *pt_sys_mmap(size_t len, int prot, int fd, long offset)
+{
+	return mmap(NULL, len, prot, MAP_SHARED, fd, offset);
+}
+
 int pt_open_probe_event(uint32_t type, int cpu)
 {
 	struct perf_event_attr attr = {
@@ -371,7 +389,7 @@ int pt_open_probe_event(uint32_t type, int cpu)
 	};
 	int fd;
 
-	fd = syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	fd = pt_sys_perf_event_open(&attr, -1, cpu, -1);
 	return fd < 0 ? -errno : fd;
 }
 
@@ -388,7 +406,7 @@ int pt_probe_aux_pause(int leader_fd, int cpu)
 	if (leader_fd < 0)
 		return -EINVAL;
 	pt_attr_set_aux_action(&a, PT_AUX_PAUSE);
-	fd = syscall(SYS_perf_event_open, &a, -1, cpu, leader_fd, PERF_FLAG_FD_CLOEXEC);
+	fd = pt_sys_perf_event_open(&a, -1, cpu, leader_fd);
 	if (fd < 0)
 		return -errno;
 	close(fd);

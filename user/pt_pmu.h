@@ -147,6 +147,16 @@ void pt_attr_pt(struct perf_event_attr *attr, uint32_t type, const uint64_t conf
 void pt_attr_trigger(struct perf_event_attr *attr, uint64_t tp_id);
 
 /*
+ * The perf system calls of the pt backend and of the probes here. They are weak
+ * symbols: a test links its own to run the backend against a simulated kernel
+ * (tests/unit/test_pt_backend.c). Each returns what the system call does, or -1 with
+ * errno set. pt_sys_perf_event_open() always adds PERF_FLAG_FD_CLOEXEC.
+ */
+int pt_sys_perf_event_open(struct perf_event_attr *attr, int pid, int cpu, int group_fd);
+int pt_sys_ioctl(int fd, unsigned long request, unsigned long arg);
+void *pt_sys_mmap(size_t len, int prot, int fd, long offset);
+
+/*
  * Whether this kernel takes aux_pause members in a PT group, tried for real: a software
  * dummy event with aux_pause joined to the PT event `leader_fd` on `cpu` (the kernel
  * checks the flag and the leader's PERF_PMU_CAP_AUX_PAUSE; before 6.13 the bits were

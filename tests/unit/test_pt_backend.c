@@ -14,12 +14,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "backend.h"
 #include "pt_pmu.h"
+#include "target.h"
+#include "triggers.h"
 
 static char stderr_path[64];
 
@@ -33,8 +39,8 @@ static const char *tree(const char *name)
 }
 
 /* Run open() with stderr captured; returns its result and the text it printed. */
-static int open_capturing(const struct capture_opts *o, struct backend **b, char *text,
-			  size_t size)
+static int open_capturing(const struct capture_opts *o, struct target *t, struct backend **b,
+			  char *text, size_t size)
 {
 	int saved = dup(2), fd, err;
 	FILE *f;
@@ -45,7 +51,7 @@ static int open_capturing(const struct capture_opts *o, struct backend **b, char
 	assert_true(fd >= 0);
 	dup2(fd, 2);
 	close(fd);
-	err = pt_backend_ops.open(o, NULL, b);
+	err = pt_backend_ops.open(o, t, b);
 	fflush(stderr);
 	dup2(saved, 2);
 	close(saved);
@@ -98,7 +104,7 @@ static void test_open_without_pmu(void **state)
 	char text[1024], why[512];
 
 	setenv("PTBPF_SYSFS_ROOT", tree("nopt"), 1);
-	assert_int_equal(open_capturing(&o, &b, text, sizeof(text)), -ENODEV);
+	assert_int_equal(open_capturing(&o, NULL, &b, text, sizeof(text)), -ENODEV);
 	assert_null(b);
 	pt_pmu_usable(tree("nopt"), why, sizeof(why));
 	/* one line: "ptbpf: --backend pt: " and doctor's reason with its fix */
@@ -123,18 +129,18 @@ static void test_open_config_errors(void **state)
 	setenv("PTBPF_SYSFS_ROOT", tree("broadwell"), 1);
 	o.timing = TIMING_MTC;
 	o.timing_given = true;
-	assert_int_equal(open_capturing(&o, &b, text, sizeof(text)), -EOPNOTSUPP);
+	assert_int_equal(open_capturing(&o, NULL, &b, text, sizeof(text)), -EOPNOTSUPP);
 	assert_string_equal(text, "ptbpf: --timing mtc: this CPU has no MTC packets (caps/mtc=0); "
 			    "use --timing tsc\n");
 	o = opts();
 	setenv("PTBPF_SYSFS_ROOT", tree("skylake"), 1);
 	o.psb_period = 9;
-	assert_int_equal(open_capturing(&o, &b, text, sizeof(text)), -EINVAL);
+	assert_int_equal(open_capturing(&o, NULL, &b, text, sizeof(text)), -EINVAL);
 	assert_string_equal(text, "ptbpf: --psb-period 9 is not allowed on this CPU: "
 			    "caps/psb_periods=0x3f allows 0-5\n");
 	o = opts();
 	o.buffer_size = 12288;
-	assert_int_equal(open_capturing(&o, &b, text, sizeof(text)), -EINVAL);
+	assert_int_equal(open_capturing(&o, NULL, &b, text, sizeof(text)), -EINVAL);
 	assert_non_null(strstr(text, "--buffer-size 12288: a power of two"));
 	unsetenv("PTBPF_SYSFS_ROOT");
 }
@@ -153,17 +159,17 @@ static void test_open_filter_errors(void **state)
 	setenv("PTBPF_SYSFS_ROOT", tree("skylake"), 1);
 	o.filters[0] = filters[0];
 	o.nr_filters = 1;
-	assert_true(open_capturing(&o, &b, text, sizeof(text)) < 0);
+	assert_true(open_capturing(&o, NULL, &b, text, sizeof(text)) < 0);
 	assert_non_null(strstr(text, "--filter /nonexistent/bin:main: cannot read symbols of "
 				     "/nonexistent/bin"));
 	o.filters[0] = filters[1];
-	assert_int_equal(open_capturing(&o, &b, text, sizeof(text)), -EINVAL);
+	assert_int_equal(open_capturing(&o, NULL, &b, text, sizeof(text)), -EINVAL);
 	assert_non_null(strstr(text, "no function 'no_such_function_xyz' in /proc/self/exe"));
 	/* more ranges than the CPU has: caught before any symbol is read */
 	o.filters[1] = filters[1];
 	o.filters[2] = filters[1];
 	o.nr_filters = 3;
-	assert_int_equal(open_capturing(&o, &b, text, sizeof(text)), -EINVAL);
+	assert_int_equal(open_capturing(&o, NULL, &b, text, sizeof(text)), -EINVAL);
 	assert_non_null(strstr(text, "--filter given 3 times, but this CPU has 2 address ranges"));
 	unsetenv("PTBPF_SYSFS_ROOT");
 }
@@ -194,7 +200,7 @@ static void test_open_fails_cleanly(void **state)
 	fclose(f);
 	setenv("PTBPF_SYSFS_ROOT", dir, 1);
 	before = count_fds();
-	err = open_capturing(&o, &b, text, sizeof(text));
+	err = open_capturing(&o, NULL, &b, text, sizeof(text));
 	assert_true(err < 0);
 	assert_null(b);
 	assert_non_null(strstr(text, "--backend pt: cannot open intel_pt on CPU "));
@@ -203,12 +209,567 @@ static void test_open_fails_cleanly(void **state)
 	/* --kernel where /proc/kcore is missing: said before anything is opened */
 	if (access("/proc/kcore", R_OK)) {
 		o.kernel = true;
-		assert_int_equal(open_capturing(&o, &b, text, sizeof(text)), -ENODEV);
+		assert_int_equal(open_capturing(&o, NULL, &b, text, sizeof(text)), -ENODEV);
 		assert_non_null(strstr(text, "--kernel: /proc/kcore: "));
 	}
 	unsetenv("PTBPF_SYSFS_ROOT");
 	snprintf(path, sizeof(path), "rm -rf %s", dir);
 	assert_int_equal(system(path), 0);
+}
+
+
+/*
+ * ---- a simulated kernel ----
+ *
+ * The backend's perf system calls (pt_sys_*, weak in pt_pmu.c) are replaced here. PT
+ * events of type SIM_PT_TYPE, and members joined to them, are simulated: the event fd is
+ * an eventfd (so epoll works), its user page, data ring and AUX area live in a memfd the
+ * test maps too, IOC_DISABLE publishes a prepared aux_head and writes PERF_RECORD_AUX as
+ * perf_aux_output_end() does. Every other call goes to the real kernel.
+ */
+#define SIM_PT_TYPE 0x7fffff01u
+#define SIM_MAX 128
+#define SIM_PAGE 4096ul
+#define SIM_DATA (256 * SIM_PAGE)
+#define SIM_AUX_MAX (1ul << 20)
+
+struct sim_event {
+	bool used, pt;
+	int fd, memfd;
+	struct perf_event_attr attr;
+	int pid, cpu, group_fd;
+	uint64_t id;
+	int enables, disables;
+	char filter[256];
+	uint8_t *map;			/* the test's view: user page, data ring, AUX */
+	size_t aux_len;			/* what the backend mapped */
+	int aux_prot;
+	uint64_t pending_head;		/* aux_head IOC_DISABLE publishes */
+	uint64_t aux_flags;		/* extra PERF_AUX_FLAG_* of that AUX record */
+};
+
+static struct sim_event sim[SIM_MAX];
+static int nr_sim;
+static bool sim_refuse_aux_pause;
+
+static struct sim_event *sim_by_fd(int fd)
+{
+	int i;
+
+	for (i = nr_sim - 1; i >= 0; i--)
+		if (sim[i].used && sim[i].fd == fd)
+			return &sim[i];
+	return NULL;
+}
+
+/* The newest PT event of a CPU. */
+static struct sim_event *sim_pt(int cpu)
+{
+	int i;
+
+	for (i = nr_sim - 1; i >= 0; i--)
+		if (sim[i].pt && sim[i].cpu == cpu)
+			return &sim[i];
+	return NULL;
+}
+
+static struct perf_event_mmap_page *sim_pc(struct sim_event *e)
+{
+	return (void *)e->map;
+}
+
+int pt_sys_perf_event_open(struct perf_event_attr *attr, int pid, int cpu, int group_fd)
+{
+	struct sim_event *e, *leader = group_fd >= 0 ? sim_by_fd(group_fd) : NULL;
+	struct perf_event_mmap_page *pc;
+
+	if (attr->type != SIM_PT_TYPE && !leader)
+		return syscall(SYS_perf_event_open, attr, pid, cpu, group_fd,
+			       PERF_FLAG_FD_CLOEXEC);
+	if (leader && leader->cpu != cpu) {
+		errno = EINVAL;		/* perf_event_open(): a group lives on one CPU */
+		return -1;
+	}
+	if (leader && (pt_attr_aux_action(attr) & PT_AUX_PAUSE) && sim_refuse_aux_pause) {
+		errno = EINVAL;		/* a kernel before 6.13: reserved bits */
+		return -1;
+	}
+	assert_true(nr_sim < SIM_MAX);
+	e = &sim[nr_sim++];
+	memset(e, 0, sizeof(*e));
+	e->used = true;
+	e->pt = attr->type == SIM_PT_TYPE;
+	e->attr = *attr;
+	e->pid = pid;
+	e->cpu = cpu;
+	e->group_fd = group_fd;
+	e->id = 5000 + nr_sim;
+	e->memfd = -1;
+	e->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (!e->pt)
+		return e->fd;
+	e->memfd = memfd_create("sim-pt", MFD_CLOEXEC);
+	assert_int_equal(ftruncate(e->memfd, SIM_PAGE + SIM_DATA + SIM_AUX_MAX), 0);
+	e->map = mmap(NULL, SIM_PAGE + SIM_DATA + SIM_AUX_MAX, PROT_READ | PROT_WRITE,
+		      MAP_SHARED, e->memfd, 0);
+	assert_true(e->map != MAP_FAILED);
+	pc = sim_pc(e);
+	pc->data_offset = SIM_PAGE;
+	pc->data_size = SIM_DATA;
+	pc->lock = 2;
+	pc->cap_user_time_zero = 1;
+	pc->time_shift = 31;
+	pc->time_mult = 0x2aaaaaab;
+	pc->time_zero = 0x1234567;
+	return e->fd;
+}
+
+void *pt_sys_mmap(size_t len, int prot, int fd, long offset)
+{
+	struct sim_event *e = sim_by_fd(fd);
+
+	if (!e)
+		return mmap(NULL, len, prot, MAP_SHARED, fd, offset);
+	if (!e->pt || (offset && ((size_t)offset != SIM_PAGE + SIM_DATA || len > SIM_AUX_MAX)) ||
+	    (!offset && len != SIM_PAGE + SIM_DATA)) {
+		errno = EINVAL;
+		return MAP_FAILED;
+	}
+	if (offset) {
+		/* perf_mmap() checks the user page describes this mapping */
+		assert_int_equal(sim_pc(e)->aux_offset, offset);
+		assert_int_equal(sim_pc(e)->aux_size, len);
+		e->aux_len = len;
+		e->aux_prot = prot;
+	}
+	return mmap(NULL, len, prot, MAP_SHARED, e->memfd, offset);
+}
+
+/* What the kernel does to the data ring: copy a record at data_head. */
+static void sim_write_record(struct sim_event *e, const struct pd_record *r)
+{
+	struct perf_event_mmap_page *pc = sim_pc(e);
+	uint8_t buf[512];
+	int n = pd_record_encode(r, PT_SAMPLE_TYPE, true, buf, sizeof(buf));
+	uint64_t i;
+
+	assert_true(n > 0);
+	for (i = 0; i < (uint64_t)n; i++)
+		e->map[SIM_PAGE + ((pc->data_head + i) % SIM_DATA)] = buf[i];
+	pc->data_head += n;
+}
+
+static struct pd_sample_id sim_sample(struct sim_event *e, uint64_t time)
+{
+	return (struct pd_sample_id){ .pid = 1, .tid = 1, .time = time, .cpu = e->cpu,
+				      .id = e->id, .valid = PT_SAMPLE_TYPE };
+}
+
+int pt_sys_ioctl(int fd, unsigned long request, unsigned long arg)
+{
+	struct sim_event *e = sim_by_fd(fd);
+	struct pd_record aux = { .type = PERF_RECORD_AUX };
+
+	if (!e)
+		return ioctl(fd, request, arg);
+	switch (request) {
+	case PERF_EVENT_IOC_ID:
+		*(uint64_t *)arg = e->id;
+		return 0;
+	case PERF_EVENT_IOC_ENABLE:
+		e->enables++;
+		return 0;
+	case PERF_EVENT_IOC_DISABLE:
+		e->disables++;
+		/* pt_event_stop(PERF_EF_UPDATE) -> perf_aux_output_end() */
+		__atomic_store_n(&sim_pc(e)->aux_head, e->pending_head, __ATOMIC_RELEASE);
+		aux.aux.aux_offset = e->pending_head;
+		aux.aux.aux_size = e->aux_len;
+		aux.aux.flags = PERF_AUX_FLAG_OVERWRITE | e->aux_flags;
+		aux.sample = sim_sample(e, 900 + e->cpu);
+		sim_write_record(e, &aux);
+		return 0;
+	case PERF_EVENT_IOC_SET_FILTER:
+		snprintf(e->filter, sizeof(e->filter), "%s", (const char *)arg);
+		return 0;
+	}
+	errno = ENOTTY;
+	return -1;
+}
+
+static void sim_reset(void)
+{
+	int i;
+
+	for (i = 0; i < nr_sim; i++) {
+		if (sim[i].map)
+			munmap(sim[i].map, SIM_PAGE + SIM_DATA + SIM_AUX_MAX);
+		if (sim[i].memfd >= 0)
+			close(sim[i].memfd);
+	}
+	memset(sim, 0, sizeof(sim));
+	nr_sim = 0;
+	sim_refuse_aux_pause = false;
+}
+
+static char sim_root[128];
+
+/* A Skylake PMU of type SIM_PT_TYPE (the tree sysfs-skylake with another type file). */
+static void sim_tree(void)
+{
+	char cmd[2 * PATH_MAX];
+	FILE *f;
+
+	snprintf(sim_root, sizeof(sim_root), "/tmp/ptbpf-test-sim-%d", getpid());
+	snprintf(cmd, sizeof(cmd), "rm -rf %s && cp -r %s %s", sim_root, tree("skylake"),
+		 sim_root);
+	assert_int_equal(system(cmd), 0);
+	snprintf(cmd, sizeof(cmd), "%s/bus/event_source/devices/intel_pt/type", sim_root);
+	f = fopen(cmd, "w");
+	fprintf(f, "%u\n", SIM_PT_TYPE);
+	fclose(f);
+	setenv("PTBPF_SYSFS_ROOT", sim_root, 1);
+}
+
+static void sim_tree_free(void)
+{
+	char cmd[256];
+
+	unsetenv("PTBPF_SYSFS_ROOT");
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", sim_root);
+	assert_int_equal(system(cmd), 0);
+}
+
+static int online_count(void)
+{
+	return sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+static void fill(uint8_t *p, size_t from, size_t to, uint8_t base)
+{
+	for (size_t i = from; i < to; i++)
+		p[i] = (uint8_t)(base + i) | 1;
+}
+
+struct sim_hooks {
+	int calls, stop_after;
+};
+
+static int sim_check(void *ctx)
+{
+	struct sim_hooks *h = ctx;
+
+	return ++h->calls >= h->stop_after;
+}
+
+/*
+ * open, start, run, freeze, snapshot, resume, close against the simulated kernel, and
+ * what ends up in struct capture, field by field.
+ */
+static void test_sim_capture(void **state)
+{
+	struct capture_opts o = opts();
+	struct target t = { .pid = getpid(), .pidfd = -1, .exit_status = -1 };
+	struct sim_hooks hc = { .stop_after = 1 };
+	int pipefd[2], ncpu = online_count(), i, first_pt;
+	struct run_hooks hooks = { .fds = pipefd, .nr_fds = 1, .check = sim_check, .ctx = &hc };
+	struct backend *b = NULL;
+	struct capture *cap;
+	struct pd_record r;
+	struct sim_event *e0, *e1, *probe = NULL;
+	uint64_t last = 0;
+	size_t n;
+	int kernel_recs = 0, aux_recs = 0, synth_comm = 0;
+	char text[2048];
+
+	if (geteuid() || ncpu < 2) {
+		printf("SKIP: needs root (CAP_PERFMON for the PMU check) and two CPUs\n");
+		skip();
+	}
+	sim_tree();
+	o.buffer_size = 16384;
+	o.filters[0] = "/proc/self/exe:ptbpf_test_filter_target";
+	o.nr_filters = 1;
+	assert_int_equal(open_capturing(&o, &t, &b, text, sizeof(text)), 0);
+	assert_non_null(b);
+	assert_string_equal(text, "");
+
+	/* one PT event per online CPU, as the notes lay out the attr, then the probe */
+	first_pt = 0;
+	for (i = 0; i < nr_sim; i++) {
+		struct sim_event *e = &sim[i];
+
+		if (!e->pt) {
+			probe = e;
+			continue;
+		}
+		assert_int_equal(e->attr.type, SIM_PT_TYPE);
+		assert_int_equal(e->attr.config, 0x300e601);
+		assert_int_equal(e->attr.disabled, 1);
+		assert_int_equal(e->attr.sample_type, PT_SAMPLE_TYPE);
+		assert_int_equal(e->attr.context_switch, 1);
+		assert_int_equal(e->attr.exclude_kernel, 1);
+		assert_int_equal(e->attr.watermark, 1);
+		assert_int_equal(e->attr.wakeup_watermark, SIM_DATA / 2);
+		assert_int_equal(e->pid, -1);
+		assert_int_equal(e->group_fd, -1);
+		assert_int_equal(e->cpu, first_pt++);
+		/* overwrite mode: the AUX area mapped without PROT_WRITE, at aux_offset */
+		assert_int_equal(e->aux_prot, PROT_READ);
+		assert_int_equal(e->aux_len, 16384);
+		assert_int_equal(sim_pc(e)->aux_offset, SIM_PAGE + SIM_DATA);
+		/* the address filter, as a file offset of the symbol in the binary */
+		assert_non_null(strstr(e->filter, "filter 0x"));
+		assert_non_null(strchr(e->filter, '@'));
+	}
+	assert_int_equal(first_pt, ncpu);
+	assert_non_null(probe);
+	assert_int_equal(probe->attr.type, PERF_TYPE_SOFTWARE);
+	assert_int_equal(pt_attr_aux_action(&probe->attr), PT_AUX_PAUSE);
+	assert_int_equal(probe->group_fd, sim_pt(0)->fd);
+	assert_int_equal(probe->cpu, 0);
+	/* no trigger: links; the probe said the kernel could pause */
+	assert_int_equal(pt_backend_ops.trigger_mode(b), TRIGGER_ATTACH_LINKS);
+
+	assert_int_equal(pt_backend_ops.start(b), 0);
+	e0 = sim_pt(0);
+	e1 = sim_pt(1);
+	assert_int_equal(e0->enables, 1);
+
+	/* what the hardware and the kernel write meanwhile */
+	{
+		uint8_t *aux0 = e0->map + SIM_PAGE + SIM_DATA;
+		uint8_t *aux1 = e1->map + SIM_PAGE + SIM_DATA;
+		struct pd_record c = { .type = PERF_RECORD_COMM };
+		struct pd_record m = { .type = PERF_RECORD_MMAP2 };
+		struct pd_record sw = { .type = PERF_RECORD_SWITCH_CPU_WIDE };
+		struct pd_record lost = { .type = PERF_RECORD_LOST };
+
+		fill(aux0, 0, 16384, 3);	/* CPU 0 went round; head at 100 */
+		e0->pending_head = 100;
+		e0->aux_flags = PERF_AUX_FLAG_TRUNCATED;
+		fill(aux1, 0, 500, 7);		/* CPU 1 wrote 500 bytes */
+		e1->pending_head = 500;
+		c.comm.pid = c.comm.tid = 1;
+		c.comm.comm = "worker";
+		c.sample = sim_sample(e0, 100);
+		sim_write_record(e0, &c);
+		m.mmap.pid = m.mmap.tid = 1;
+		m.mmap.addr = 0x400000;
+		m.mmap.len = 0x1000;
+		m.mmap.prot = PROT_READ | PROT_EXEC;
+		m.mmap.filename = "/usr/bin/worker";
+		m.sample = sim_sample(e1, 200);
+		sim_write_record(e1, &m);
+		sw.sw.next_prev_pid = sw.sw.next_prev_tid = 2;
+		sw.sample = sim_sample(e0, 300);
+		sim_write_record(e0, &sw);
+		sw.sample = sim_sample(e1, 400);
+		sim_write_record(e1, &sw);
+		lost.lost.id = e0->id;
+		lost.lost.lost = 7;
+		lost.sample = sim_sample(e0, 500);
+		sim_write_record(e0, &lost);
+	}
+
+	/* run: the data rings' wakeups and the hooks; check() stops it */
+	assert_int_equal(pipe(pipefd), 0);
+	assert_int_equal(write(pipefd[1], "x", 1), 1);
+	assert_int_equal(eventfd_write(e0->fd, 1), 0);
+	assert_int_equal(pt_backend_ops.run(b, &hooks), RUN_STOPPED);
+	assert_int_equal(hc.calls, 1);
+
+	assert_int_equal(pt_backend_ops.freeze(b), 0);
+	for (i = 0; i < nr_sim; i++)
+		if (sim[i].pt)
+			assert_int_equal(sim[i].disables, 1);
+
+	cap = capture__new();
+	fflush(stderr);
+	assert_int_equal(pt_backend_ops.snapshot(b, cap), 0);
+
+	assert_int_equal(cap->nr_attrs, 1);
+	assert_int_equal(cap->attrs[0].attr.type, SIM_PT_TYPE);
+	assert_int_equal(cap->attrs[0].nr_ids, ncpu);
+	assert_int_equal(cap->attrs[0].ids[0], e0->id);
+	assert_int_equal(cap->attrs[0].ids[1], e1->id);
+	assert_string_equal(cap->attrs[0].name, "intel_pt//u");
+	assert_true(cap->pt.present);
+	assert_int_equal(cap->pt.pmu_type, SIM_PT_TYPE);
+	assert_int_equal(cap->pt.time_shift, 31);
+	assert_int_equal(cap->pt.time_mult, 0x2aaaaaab);
+	assert_int_equal(cap->pt.time_zero, 0x1234567);
+	assert_int_equal(cap->pt.cap_user_time_zero, 1);
+	assert_int_equal(cap->pt.snapshot_mode, 1);
+	assert_int_equal(cap->pt.per_cpu_mmaps, 1);
+	assert_int_equal(cap->pt.have_sched_switch, 3);
+	assert_int_equal(cap->pt.mtc_freq_bits, 0x3c000);
+	assert_non_null(cap->pt.filter);
+	assert_non_null(cap->host.cpuid);
+	assert_non_null(cap->vdso);
+
+	assert_int_equal(cap->records[0].type, PD_RECORD_TIME_CONV);
+	for (n = 1; n < cap->nr_records; n++) {
+		r = cap->records[n];
+		if (r.sample.time == 0) {
+			/* synthesized from /proc for the target, before the kernel's records */
+			assert_int_equal(kernel_recs, 0);
+			assert_int_equal(r.sample.pid, getpid());
+			synth_comm += r.type == PERF_RECORD_COMM;
+			continue;
+		}
+		kernel_recs++;
+		assert_true(r.sample.time >= last);	/* CPUs merged in time order */
+		last = r.sample.time;
+		if (r.type == PERF_RECORD_AUX) {
+			aux_recs++;
+			assert_true(r.aux.flags & PERF_AUX_FLAG_OVERWRITE);
+			if (r.sample.cpu == 0)
+				assert_true(r.aux.flags & PERF_AUX_FLAG_TRUNCATED);
+		}
+	}
+	assert_true(synth_comm >= 1);
+	assert_int_equal(kernel_recs, 5 + ncpu);
+	assert_int_equal(aux_recs, ncpu);
+
+	/* AUX: CPU 0 linearised from head, CPU 1 from 0 to head; others wrote nothing */
+	assert_int_equal(cap->nr_aux, 2);
+	assert_int_equal(cap->aux[0].cpu, 0);
+	assert_int_equal(cap->aux[0].size, 16384);
+	assert_memory_equal(cap->aux[0].data, e0->map + SIM_PAGE + SIM_DATA + 100, 16384 - 100);
+	assert_memory_equal(cap->aux[0].data + 16384 - 100, e0->map + SIM_PAGE + SIM_DATA, 100);
+	assert_int_equal(cap->aux[1].cpu, 1);
+	assert_int_equal(cap->aux[1].size, 500);
+	assert_int_equal(cap->aux[1].tid, (uint32_t)-1);
+	assert_true(cap->aux[1].reference != 0);
+	assert_memory_equal(cap->aux[1].data, e1->map + SIM_PAGE + SIM_DATA, 500);
+	capture__free(cap);
+
+	/* resume: new groups, enabled; the next snapshot starts from an empty history */
+	i = nr_sim;
+	assert_int_equal(pt_backend_ops.resume(b), 0);
+	assert_true(nr_sim >= i + ncpu);
+	assert_int_equal(sim_pt(0)->enables, 1);
+	assert_true(sim_pt(0) != e0);
+	assert_non_null(strstr(pt_backend_ops.describe(b), "from user space"));
+	pt_backend_ops.close(b);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	sim_reset();
+	sim_tree_free();
+}
+
+/* The function the address filter above names: a real symbol of this binary. */
+__attribute__((noinline)) int ptbpf_test_filter_target(int x)
+{
+	return x * 3 + 1;
+}
+
+/* With a trigger and aux_pause: every CPU's group gets the trigger as an aux_pause member. */
+static void test_sim_gates(void **state)
+{
+	struct trigger_spec *ts;
+	struct capture_opts o = opts();
+	struct backend *b = NULL;
+	struct triggers *t = NULL;
+	struct trigger_gate g;
+	int i, members = 0, ncpu = online_count();
+	char text[2048];
+
+	if (geteuid() || ncpu < 2) {
+		printf("SKIP: needs root (BPF, tracefs) and two CPUs\n");
+		skip();
+	}
+	sim_tree();
+	ts = &o.triggers[o.nr_triggers++];
+	ts->kind = TRIGGER_TRACEPOINT;
+	ts->arg = "sched:sched_switch";
+	ts->syscall_nr = -1;
+	o.max_snapshots = 1;
+	o.nth = 1;
+	o.buffer_size = 16384;
+	assert_int_equal(open_capturing(&o, NULL, &b, text, sizeof(text)), 0);
+	assert_int_equal(pt_backend_ops.trigger_mode(b), TRIGGER_ATTACH_GATE);
+	assert_int_equal(triggers__new(&o, getpid(), TRIGGER_ATTACH_GATE, &t), 0);
+	assert_int_equal(triggers__attach(t), 0);
+	assert_int_equal(triggers__nr_gates(t), 1);
+	assert_int_equal(triggers__gate(t, 0, &g), 0);
+	assert_int_equal(pt_backend_ops.attach_gates(b, t), 0);
+
+	for (i = 0; i < nr_sim; i++) {
+		struct sim_event *e = &sim[i], *leader;
+
+		if (e->pt || e->attr.type != PERF_TYPE_TRACEPOINT)
+			continue;
+		/* notes/kernel-pt-abi.md §3.6: tracepoint, period 1, aux_pause, kernel on */
+		leader = sim_by_fd(e->group_fd);
+		assert_non_null(leader);
+		assert_true(leader->pt);
+		assert_int_equal(e->cpu, leader->cpu);
+		assert_int_equal(e->pid, -1);
+		assert_int_equal(e->attr.config, g.tp_id);
+		assert_int_equal(e->attr.sample_period, 1);
+		assert_int_equal(pt_attr_aux_action(&e->attr), PT_AUX_PAUSE);
+		assert_int_equal(e->attr.exclude_kernel, 0);
+		assert_int_equal(e->attr.disabled, 0);
+		members++;
+	}
+	assert_int_equal(members, ncpu);
+	assert_non_null(strstr(pt_backend_ops.describe(b), "in the kernel"));
+	/* resume reopens the groups with their members; the program stays attached */
+	assert_int_equal(pt_backend_ops.freeze(b), 0);
+	assert_int_equal(pt_backend_ops.resume(b), 0);
+	for (i = members = 0; i < nr_sim; i++)
+		if (!sim[i].pt && sim[i].attr.type == PERF_TYPE_TRACEPOINT)
+			members++;
+	assert_int_equal(members, 2 * ncpu);
+	/* the backend before the triggers: tracefs keeps probes perf events hold */
+	pt_backend_ops.close(b);
+	triggers__free(t);
+	sim_reset();
+
+	/* a kernel that refuses aux_pause members: the loader freezes */
+	sim_refuse_aux_pause = true;
+	assert_int_equal(open_capturing(&o, NULL, &b, text, sizeof(text)), 0);
+	assert_int_equal(pt_backend_ops.trigger_mode(b), TRIGGER_ATTACH_LINKS);
+	assert_non_null(strstr(pt_backend_ops.describe(b), "from user space"));
+	pt_backend_ops.close(b);
+	sim_reset();
+
+	/* PTBPF_PT_FREEZE=ioctl forces the user-space path (tests/hw/run.sh) */
+	setenv("PTBPF_PT_FREEZE", "ioctl", 1);
+	assert_int_equal(open_capturing(&o, NULL, &b, text, sizeof(text)), 0);
+	assert_int_equal(pt_backend_ops.trigger_mode(b), TRIGGER_ATTACH_LINKS);
+	pt_backend_ops.close(b);
+	unsetenv("PTBPF_PT_FREEZE");
+	sim_reset();
+	sim_tree_free();
+}
+
+/* Closing leaves nothing open, whatever was opened. */
+static void test_sim_close(void **state)
+{
+	struct capture_opts o = opts();
+	struct backend *b = NULL;
+	char text[2048];
+	int before, i, held = 0;
+
+	if (geteuid()) {
+		printf("SKIP: needs root (CAP_PERFMON for the PMU check)\n");
+		skip();
+	}
+	sim_tree();
+	o.buffer_size = 16384;
+	before = count_fds();
+	assert_int_equal(open_capturing(&o, NULL, &b, text, sizeof(text)), 0);
+	assert_int_equal(pt_backend_ops.start(b), 0);
+	pt_backend_ops.close(b);
+	for (i = 0; i < nr_sim; i++)
+		held += sim[i].memfd >= 0;
+	/* only the simulator's own memfds remain */
+	assert_int_equal(count_fds(), before + held);
+	sim_reset();
+	sim_tree_free();
 }
 
 static void test_null_args(void **state)
@@ -239,6 +800,9 @@ int main(void)
 		cmocka_unit_test(test_open_config_errors),
 		cmocka_unit_test(test_open_filter_errors),
 		cmocka_unit_test(test_open_fails_cleanly),
+		cmocka_unit_test(test_sim_capture),
+		cmocka_unit_test(test_sim_gates),
+		cmocka_unit_test(test_sim_close),
 		cmocka_unit_test(test_null_args),
 	};
 	int ret;
