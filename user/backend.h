@@ -12,6 +12,7 @@
 #define PTBPF_BACKEND_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "cli.h"
 #include "perfdata.h"
@@ -82,6 +83,12 @@ struct backend_ops {
 	const char *(*describe)(struct backend *b);
 	/* Detach and free; NULL-safe. */
 	void (*close)(struct backend *b);
+	/*
+	 * Optional (NULL if the backend cannot tell): where thread `tid` was last traced,
+	 * its CPU and the capture's time (perf clock ns) there, for the trigger record.
+	 * Returns 0 or -ENOENT.
+	 */
+	int (*locate)(struct backend *b, uint32_t tid, uint32_t *cpu, uint64_t *time);
 };
 
 extern const struct backend_ops pt_backend_ops;

@@ -222,7 +222,7 @@ static void open_error(const struct backend *b, int cpu, int err)
 	}
 }
 
-static void cpu_close_gates(struct backend *b, struct pt_cpu *c)
+static void cpu_close(struct backend *b, struct pt_cpu *c)
 {
 	int i;
 
@@ -231,11 +231,6 @@ static void cpu_close_gates(struct backend *b, struct pt_cpu *c)
 			close(c->gate_fds[i]);
 		c->gate_fds[i] = -1;
 	}
-}
-
-static void cpu_close(struct backend *b, struct pt_cpu *c)
-{
-	cpu_close_gates(b, c);
 	if (c->aux)
 		munmap(c->aux, b->aux_size);
 	if (c->pc)
@@ -313,13 +308,17 @@ static bool probe_aux_pause(int leader, int cpu)
 static int cpu_open_gates(struct backend *b, struct pt_cpu *c)
 {
 	struct perf_event_attr a;
-	int i;
+	int i, err;
 
 	for (i = 0; i < b->nr_gates; i++) {
 		pt_attr_trigger(&a, b->gate_tp[i]);
 		c->gate_fds[i] = perf_event_open(&a, -1, c->cpu, c->fd);
-		if (c->gate_fds[i] < 0)
-			return -errno;
+		if (c->gate_fds[i] < 0) {
+			err = -errno;
+			elog("--backend pt: cannot add the trigger to CPU %d's PT group: %s\n",
+			     c->cpu, strerror(-err));
+			return err;
+		}
 	}
 	return 0;
 }
@@ -334,11 +333,8 @@ static int open_all(struct backend *b)
 			return err;
 		if (b->gated) {
 			err = cpu_open_gates(b, &b->cpus[i]);
-			if (err) {
-				elog("--backend pt: cannot add the trigger to CPU %d's PT group: "
-				     "%s\n", b->cpus[i].cpu, strerror(-err));
+			if (err)
 				return err;
-			}
 		}
 	}
 	return 0;
@@ -534,14 +530,8 @@ static int pt_attach_gates(struct backend *b, struct triggers *t)
 	}
 	for (i = 0; i < b->nr_cpus; i++) {
 		err = cpu_open_gates(b, &b->cpus[i]);
-		if (err) {
-			/* the programs still write their records: the loader freezes instead */
-			vlog("pt: CPU %d's PT group refused the trigger (%s): freezing from user "
-			     "space\n", b->cpus[i].cpu, strerror(-err));
-			for (i = 0; i < b->nr_cpus; i++)
-				cpu_close_gates(b, &b->cpus[i]);
-			return 0;
-		}
+		if (err)
+			return err;
 	}
 	b->gated = true;
 	describe(b);

@@ -308,7 +308,7 @@ int ss_enc__begin(struct ss_enc *e, uint64_t ip, uint64_t tsc)
 		if (!err)
 			err = emit_ip(e, ppt_tip_pge, ip);
 		e->enabled = true;
-	} else if (e->since_psb >= e->cfg.psb_period || time_lost) {
+	} else if (e->need_sync || e->since_psb >= e->cfg.psb_period || time_lost) {
 		err = emit_psb(e, ip, tsc);
 	} else if (e->cfg.mtc && period != e->last_period) {
 		err = emit_mtc(e, period);

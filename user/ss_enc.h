@@ -62,7 +62,10 @@ int ss_enc__end(struct ss_enc *e, const struct ss_insn *insn, uint64_t ip, uint6
  * Nothing if tracing is already off.
  */
 int ss_enc__async_disable(struct ss_enc *e, uint64_t ip);
-/* The next enable starts with PSB+ (new thread on this CPU, new sideband, long gap). */
+/*
+ * The next instruction is preceded by PSB+ (new thread on this CPU, new sideband): a
+ * sync point, and a TSC later than what the caller wrote meanwhile.
+ */
 void ss_enc__need_sync(struct ss_enc *e);
 /* Whether packet generation is on (between TIP.PGE and TIP.PGD). */
 bool ss_enc__enabled(const struct ss_enc *e);

@@ -112,7 +112,7 @@ run_case() { # name freeze args...
 	local env=()
 	[ "$freeze" = ioctl ] && env=(PTBPF_PT_FREEZE=ioctl)
 	if ! env "${env[@]}" "$PTBPF" --backend pt -v "$@" -o "$dir/trace.fxt" \
-		--keep-capture="$dir/capture.data" -- "$TARGET" 120 >"$dir/ptbpf.log" 2>&1; then
+		--keep-capture "$dir/capture.data" -- "$TARGET" 120 >"$dir/ptbpf.log" 2>&1; then
 		tail -5 "$dir/ptbpf.log"
 		result "$name ($freeze): capture" FAIL "see $dir/ptbpf.log"
 		return

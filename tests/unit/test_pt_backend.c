@@ -251,7 +251,6 @@ struct sim_event {
 static struct sim_event sim[SIM_MAX];
 static int nr_sim;
 static bool sim_refuse_aux_pause;
-static bool sim_refuse_tp_members;
 
 static struct sim_event *sim_by_fd(int fd)
 {
@@ -289,10 +288,6 @@ int pt_sys_perf_event_open(struct perf_event_attr *attr, int pid, int cpu, int g
 			       PERF_FLAG_FD_CLOEXEC);
 	if (leader && leader->cpu != cpu) {
 		errno = EINVAL;		/* perf_event_open(): a group lives on one CPU */
-		return -1;
-	}
-	if (leader && attr->type == PERF_TYPE_TRACEPOINT && sim_refuse_tp_members) {
-		errno = EOPNOTSUPP;
 		return -1;
 	}
 	if (leader && (pt_attr_aux_action(attr) & PT_AUX_PAUSE) && sim_refuse_aux_pause) {
@@ -415,7 +410,6 @@ static void sim_reset(void)
 	memset(sim, 0, sizeof(sim));
 	nr_sim = 0;
 	sim_refuse_aux_pause = false;
-	sim_refuse_tp_members = false;
 }
 
 static char sim_root[128];
@@ -730,21 +724,6 @@ static void test_sim_gates(void **state)
 			members++;
 	assert_int_equal(members, 2 * ncpu);
 	/* the backend before the triggers: tracefs keeps probes perf events hold */
-	pt_backend_ops.close(b);
-	triggers__free(t);
-	sim_reset();
-
-	/* members refused after the probe said yes: attach_gates falls back, not fails */
-	sim_refuse_tp_members = true;
-	assert_int_equal(open_capturing(&o, NULL, &b, text, sizeof(text)), 0);
-	assert_int_equal(pt_backend_ops.trigger_mode(b), TRIGGER_ATTACH_GATE);
-	assert_int_equal(triggers__new(&o, getpid(), TRIGGER_ATTACH_GATE, &t), 0);
-	assert_int_equal(triggers__attach(t), 0);
-	assert_int_equal(pt_backend_ops.attach_gates(b, t), 0);
-	assert_non_null(strstr(pt_backend_ops.describe(b), "from user space"));
-	assert_int_equal(pt_backend_ops.start(b), 0);
-	assert_int_equal(pt_backend_ops.freeze(b), 0);
-	assert_int_equal(pt_backend_ops.resume(b), 0);
 	pt_backend_ops.close(b);
 	triggers__free(t);
 	sim_reset();

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * The singlestep packet writer against libipt's instruction decoder: a small program
- * is "executed" by hand, its steps encoded, and the decoded instruction addresses
+ * (ss_testprog.h) is "executed" by hand, its steps encoded, and the decoded instruction addresses
  * must be the executed ones, with and without return compression, PSB+ every few
  * bytes, ring wrap-around, asynchronous disables and timing packets.
  */
@@ -18,62 +18,33 @@
 #include "aux_ring.h"
 #include "ss_enc.h"
 #include "ss_insn.h"
+#include "ss_testprog.h"
 
 #define BASE 0x400000ull
-
-/*
- * 400000: mov $3,%ecx        400005: call f          40000a: dec %ecx
- * 40000c: jne 400005         40000e: call *%rax      400010: syscall
- * 400012: nop                400013: jmp 400000
- * 400020 f: ret              400030 g: ret
- */
-static uint8_t code[0x40] = {
-	[0x00] = 0xb9, 0x03, 0x00, 0x00, 0x00,
-	[0x05] = 0xe8, 0x16, 0x00, 0x00, 0x00,
-	[0x0a] = 0xff, 0xc9,
-	[0x0c] = 0x75, 0xf7,
-	[0x0e] = 0xff, 0xd0,
-	[0x10] = 0x0f, 0x05,
-	[0x12] = 0x90,
-	[0x13] = 0xeb, 0xeb,
-	[0x20] = 0xc3,
-	[0x30] = 0xc3,
-};
 
 struct step {
 	uint64_t ip, next;
 };
 
-/* One pass through the program; `n` receives the number of steps. */
+/* One pass through the test program at BASE. */
 static size_t run_once(struct step *s)
 {
-	size_t n = 0;
-	int ecx;
+	struct ss_testprog_step p[SS_TESTPROG_STEPS];
+	size_t n = ss_testprog_pass(p), i;
 
-	s[n++] = (struct step){ 0x400000, 0x400005 };
-	for (ecx = 3; ecx > 0;) {
-		s[n++] = (struct step){ 0x400005, 0x400020 };
-		s[n++] = (struct step){ 0x400020, 0x40000a };
-		ecx--;
-		s[n++] = (struct step){ 0x40000a, 0x40000c };
-		s[n++] = (struct step){ 0x40000c, ecx ? 0x400005 : 0x40000e };
-	}
-	s[n++] = (struct step){ 0x40000e, 0x400030 };
-	s[n++] = (struct step){ 0x400030, 0x400010 };
-	s[n++] = (struct step){ 0x400010, 0x400012 };
-	s[n++] = (struct step){ 0x400012, 0x400013 };
-	s[n++] = (struct step){ 0x400013, 0x400000 };
+	for (i = 0; i < n; i++)
+		s[i] = (struct step){ BASE + p[i].from, BASE + p[i].to };
 	return n;
 }
 
 static int read_code(uint8_t *buffer, size_t size, const struct pt_asid *asid, uint64_t ip,
 		     void *context)
 {
-	if (ip < BASE || ip >= BASE + sizeof(code))
+	if (ip < BASE || ip >= BASE + SS_TESTPROG_SIZE)
 		return -pte_nomap;
-	if (size > BASE + sizeof(code) - ip)
-		size = BASE + sizeof(code) - ip;
-	memcpy(buffer, code + (ip - BASE), size);
+	if (size > BASE + SS_TESTPROG_SIZE - ip)
+		size = BASE + SS_TESTPROG_SIZE - ip;
+	memcpy(buffer, ss_testprog_code + (ip - BASE), size);
 	return (int)size;
 }
 
@@ -94,7 +65,7 @@ static void encode_step(struct ss_enc *e, const struct step *s, uint64_t tsc)
 {
 	struct ss_insn insn;
 
-	assert_int_equal(ss_dis__decode(dis, code + (s->ip - BASE), 15, s->ip, &insn), 0);
+	assert_int_equal(ss_dis__decode(dis, ss_testprog_code + (s->ip - BASE), 15, s->ip, &insn), 0);
 	assert_int_equal(ss_enc__begin(e, s->ip, tsc), 0);
 	assert_int_equal(ss_enc__end(e, &insn, s->ip, s->next), 0);
 }

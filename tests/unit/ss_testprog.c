@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include "ss_testprog.h"
+
+const uint8_t ss_testprog_code[SS_TESTPROG_SIZE] = {
+	[0x00] = 0xb9, 0x03, 0x00, 0x00, 0x00,
+	[0x05] = 0xe8, 0x16, 0x00, 0x00, 0x00,
+	[0x0a] = 0xff, 0xc9,
+	[0x0c] = 0x75, 0xf7,
+	[0x0e] = 0xff, 0xd0,
+	[0x10] = 0x0f, 0x05,
+	[0x12] = 0x90,
+	[0x13] = 0xeb, 0xeb,
+	[0x20] = 0xc3,
+	[0x30] = 0xc3,
+};
+
+size_t ss_testprog_pass(struct ss_testprog_step *s)
+{
+	size_t n = 0;
+	int ecx;
+
+	s[n++] = (struct ss_testprog_step){ 0x00, 0x05 };
+	for (ecx = 3; ecx > 0;) {
+		s[n++] = (struct ss_testprog_step){ 0x05, 0x20 };
+		s[n++] = (struct ss_testprog_step){ 0x20, 0x0a };
+		ecx--;
+		s[n++] = (struct ss_testprog_step){ 0x0a, 0x0c };
+		s[n++] = (struct ss_testprog_step){ 0x0c, ecx ? 0x05 : 0x0e };
+	}
+	s[n++] = (struct ss_testprog_step){ 0x0e, 0x30 };
+	s[n++] = (struct ss_testprog_step){ 0x30, 0x10 };
+	s[n++] = (struct ss_testprog_step){ 0x10, 0x12 };
+	s[n++] = (struct ss_testprog_step){ 0x12, 0x13 };
+	s[n++] = (struct ss_testprog_step){ 0x13, 0x00 };
+	return n;
+}
