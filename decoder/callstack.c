@@ -377,14 +377,20 @@ static void instant_free(struct cs_instant *in)
 	free(in);
 }
 
-/* Writes one slot at output depth `depth`. */
+/*
+ * Writes one slot at output depth `depth`. Outermost frames (`prefix`) were active before
+ * the epoch began: argument inferred_start says their start is the epoch's, not theirs.
+ * The frame at max_depth is the "[depth limit]" marker; argument function names it.
+ */
 static int write_slot(struct callstack *cs, struct cs_thread *th, const struct cs_slot *s,
-		      uint32_t depth)
+		      uint32_t depth, bool prefix)
 {
 	uint64_t t = th->t0 + (s->bd & SLOT_TIME_MAX);
 	uint32_t name = s->nk & SLOT_NAME_MASK;
 	enum slot_kind kind = slot_kind(s);
+	struct fxt_arg args[2];
 	struct cs_instant *in;
+	unsigned nargs = 0;
 	int err;
 
 	if (kind == SLOT_INSTANT) {
@@ -399,21 +405,21 @@ static int write_slot(struct callstack *cs, struct cs_thread *th, const struct c
 			cs->st.depth_capped++;
 		return 0;
 	}
-	if (depth == cs->max_depth)
+	if (kind == SLOT_END)
+		return fxt_end_id(cs->w, th->fxt, 0, depth == cs->max_depth ? cs->id_limit : name,
+				  t, NULL, 0);
+	if (prefix)
+		args[nargs++] = (struct fxt_arg){ .name = "inferred_start", .type = FXT_ARG_BOOL,
+						  .b = true };
+	if (depth == cs->max_depth) {
+		args[nargs++] = (struct fxt_arg){ .name = "function", .type = FXT_ARG_STRING,
+						  .s = fxt_string(cs->w, name) };
 		name = cs->id_limit;
-	switch (kind) {
-	case SLOT_X:
-		cs->st.slices++;
-		return fxt_complete_id(cs->w, th->fxt, 0, name, t, t + s->dur, NULL, 0);
-	case SLOT_PENDING:
-	case SLOT_B:
-		cs->st.slices++;
-		return fxt_begin_id(cs->w, th->fxt, 0, name, t, NULL, 0);
-	case SLOT_END:
-		return fxt_end_id(cs->w, th->fxt, 0, name, t, NULL, 0);
-	default:
-		return 0;
 	}
+	cs->st.slices++;
+	if (kind == SLOT_X)
+		return fxt_complete_id(cs->w, th->fxt, 0, name, t, t + s->dur, args, nargs);
+	return fxt_begin_id(cs->w, th->fxt, 0, name, t, args, nargs);
 }
 
 /* Writes what the thread holds: its prefix frames, outermost first, then its log. */
@@ -425,12 +431,12 @@ static int write_held(struct callstack *cs, struct cs_thread *th)
 	if (th->nlog + m > cs->st.max_held)
 		cs->st.max_held = th->nlog + m;
 	for (i = m; i-- > 0 && !err;)
-		err = write_slot(cs, th, &th->pre[i].s, m - 1 - i);
+		err = write_slot(cs, th, &th->pre[i].s, m - 1 - i, true);
 	for (k = 0; k < th->nlog && !err; k++) {
 		while (j < m && th->pre[j].found <= k)
 			j++;
-		err = write_slot(cs, th, &th->log[k], (uint32_t)(th->log[k].bd >> SLOT_TIME_BITS) +
-						       (m - j));
+		err = write_slot(cs, th, &th->log[k],
+				 (uint32_t)(th->log[k].bd >> SLOT_TIME_BITS) + (m - j), false);
 	}
 	th->nlog = 0;
 	th->npre = 0;

@@ -28,8 +28,9 @@
  *
  * Names of synthetic slices: "[unknown]" (a parent without a symbol), "[unknown @ 0xADDR]"
  * (a call target without a symbol), "[syscall]", "[untraced]", "[depth limit]" (the frame
- * at depth max_depth, which stands for it and all frames below it), and instant events
- * "[decode error]" (args offset, ip, message) and "[overflow]" (arg ip).
+ * at depth max_depth, which stands for it and all frames below it; arg "function" names
+ * it), and instant events "[decode error]" (args offset, ip, message) and "[overflow]"
+ * (arg ip). Slices back-dated to the epoch start carry arg "inferred_start" (true).
  *
  * Not thread-safe: feed one callstack from one thread at a time.
  */

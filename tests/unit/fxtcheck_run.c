@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -218,4 +219,64 @@ int test_have_dev_full(void)
 		return 1;
 	printf("SKIP: no writable /dev/full\n");
 	return 0;
+}
+
+/* The text of string ref `ref` (indexed or inline at *p, which it advances). */
+static const char *ref_text(char *const *table, uint16_t ref, const uint8_t **p, char *buf)
+{
+	size_t n = ref & 0x7fff;
+
+	if (!ref)
+		return "";
+	if (!(ref & 0x8000))
+		return table[ref] ? table[ref] : "";
+	memcpy(buf, *p, n);
+	buf[n] = 0;
+	*p += (n + 7) / 8 * 8;
+	return buf;
+}
+
+int test_fxt_count_arg(const void *data, size_t len, const char *arg)
+{
+	const uint8_t *p = data, *end = p + len;
+	char *table[0x8000] = { 0 }, buf[0x8000];
+	int count = 0, i;
+
+	while (p + 8 <= end) {
+		uint64_t h, a;
+		const uint8_t *q = p + 8, *next;
+		unsigned size, nargs, k;
+
+		memcpy(&h, p, 8);
+		size = (h >> 4) & 0xfff;
+		if (!size)
+			break;
+		next = p + size * 8;
+		if ((h & 0xf) == 2) {		/* string record */
+			unsigned idx = (h >> 16) & 0x7fff, n = (h >> 32) & 0x7fff;
+
+			free(table[idx]);
+			table[idx] = strndup((const char *)q, n);
+		} else if ((h & 0xf) == 4) {	/* event */
+			nargs = (h >> 20) & 0xf;
+			q += 8;			/* timestamp */
+			if (!((h >> 24) & 0xff))
+				q += 16;	/* inline thread */
+			ref_text(table, (h >> 32) & 0xffff, &q, buf);
+			ref_text(table, (h >> 48) & 0xffff, &q, buf);
+			for (k = 0; k < nargs && q + 8 <= next; k++) {
+				const uint8_t *an;
+
+				memcpy(&a, q, 8);
+				an = q + 8;
+				if (!strcmp(ref_text(table, (a >> 16) & 0xffff, &an, buf), arg))
+					count++;
+				q += ((a >> 4) & 0xfff) * 8;
+			}
+		}
+		p = next;
+	}
+	for (i = 0; i < 0x8000; i++)
+		free(table[i]);
+	return count;
 }

@@ -20,6 +20,8 @@ void test_tmp_path(char *buf, size_t size, const char *tag, const char *ext);
 /* Whole file in a malloc'd buffer (NUL-terminated); size in *len. NULL on error. */
 char *test_read_file(const char *path, size_t *len);
 
+/* Event records of an FXT trace with an argument named `arg` (a minimal reader). */
+int test_fxt_count_arg(const void *data, size_t len, const char *arg);
 /* Whether /dev/full (writes fail with ENOSPC) can be opened; prints a SKIP line if not. */
 int test_have_dev_full(void);
 

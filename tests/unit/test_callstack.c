@@ -371,7 +371,8 @@ static void play_recursion(struct callstack *cs, struct fxt_writer *w)
 
 static void test_recursion_capped(void **state)
 {
-	size_t cap = 600 * 40;
+	size_t cap = 600 * 40, len;
+	char fxt[256];
 	char *want = malloc(cap), *p = want;
 	struct cs_stats st;
 	int d;
@@ -381,9 +382,16 @@ static void test_recursion_capped(void **state)
 	for (d = 1; d < CS_MAX_DEPTH; d++)
 		p += sprintf(p, "%d rec %d %d\n", d, d, 20001 - d);
 	sprintf(p, "%d [depth limit] %d %d\n", CS_MAX_DEPTH, CS_MAX_DEPTH, 20001 - CS_MAX_DEPTH);
-	run_case(play_recursion, NULL, want, &st, NULL, 0);
+	run_case(play_recursion, NULL, want, &st, fxt, sizeof(fxt));
 	assert_int_equal(st.depth_capped, 10000 - CS_MAX_DEPTH);
 	free(want);
+	/* the marker names the function it stands for */
+	want = test_read_file(fxt, &len);
+	assert_non_null(want);
+	assert_int_equal(test_fxt_count_arg(want, len, "function"), 1);
+	assert_non_null(memmem(want, len, "rec\0", 4));
+	free(want);
+	unlink(fxt);
 }
 
 static void test_small_max_depth(void **state)
@@ -533,7 +541,9 @@ static void play_above_start(struct callstack *cs, struct fxt_writer *w)
 
 static void test_returns_above_start(void **state)
 {
+	char fxt[256], *data;
 	struct cs_stats st;
+	size_t len;
 
 	NEED_FXTCHECK();
 	run_case(play_above_start, NULL,
@@ -542,9 +552,15 @@ static void test_returns_above_start(void **state)
 		 "1 b 10 20\n"
 		 "2 c 10 15\n"
 		 "3 d 10 12\n"
-		 "1 e 25 27\n", &st, NULL, 0);
+		 "1 e 25 27\n", &st, fxt, sizeof(fxt));
 	assert_int_equal(st.unknown_parents, 2);
 	assert_int_equal(st.late_parents, 0);
+	/* the three back-dated frames say so */
+	data = test_read_file(fxt, &len);
+	assert_non_null(data);
+	assert_int_equal(test_fxt_count_arg(data, len, "inferred_start"), 3);
+	free(data);
+	unlink(fxt);
 }
 
 /* A parent found after children that began at the same instant still comes first. */
@@ -652,6 +668,9 @@ static void test_decode_error(void **state)
 	assert_non_null(memmem(data, len, "[decode error]", 14));
 	assert_non_null(memmem(data, len, "bad packet", 10));
 	assert_non_null(memmem(data, len, "[overflow]", 10));
+	assert_int_equal(test_fxt_count_arg(data, len, "offset"), 1);
+	assert_int_equal(test_fxt_count_arg(data, len, "message"), 1);
+	assert_int_equal(test_fxt_count_arg(data, len, "ip"), 2);	/* error, overflow */
 	free(data);
 	unlink(fxt);
 }
