@@ -20,7 +20,7 @@ rc=0
 for b in "$BUILD"/bench/* "$here"/*.sh; do
 	[ -e "$b" ] || continue
 	name=$(basename "$b")
-	[ "$name" = run.sh ] && continue
+	case $name in run.sh | *.d | *.o) continue ;; esac
 	[ -n "$pattern" ] && [[ $name != *$pattern* ]] && continue
 	echo "=== $name"
 	case $b in
