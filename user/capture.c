@@ -100,8 +100,8 @@ static const struct backend_ops *choose_backend(const struct capture_opts *opts)
 	if (pt_backend_ops.usable(why, sizeof(why)))
 		return &pt_backend_ops;
 	elog("no Intel PT on this host (%s): using the singlestep backend, which single-steps "
-	     "every instruction with ptrace (~1000x slower); --backend singlestep hides this "
-	     "notice\n", why);
+	     "every instruction with ptrace, thousands of times slower than the program runs; "
+	     "--backend singlestep hides this notice\n", why);
 	return &ss_backend_ops;
 }
 

@@ -1337,6 +1337,7 @@ static int ss_open(const struct capture_opts *opts, struct target *target, struc
 		.retcomp = !opts->noretcomp,
 		.tsc = true,
 		.mtc = opts->timing != TIMING_TSC,
+		.cyc = opts->timing == TIMING_CYC,
 		/* Virtual: perf's defaults, a 25 MHz crystal (40 TSC ticks per CTC tick).
 		 * Real: steps take tens of µs, so a slower crystal and MTC period keep MTC's
 		 * 8 bits from wrapping between steps. */
@@ -1458,6 +1459,8 @@ static int add_attrs(struct backend *b, struct capture *cap)
 		pt.config |= (psb_log2 - 11) << 24;
 	if (!b->enc_cfg.retcomp)
 		pt.config |= 1ull << 11;
+	if (b->enc_cfg.cyc)
+		pt.config |= 1ull << 1;
 	pt.sample_period = 1;
 	pt.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
 			 PERF_SAMPLE_IDENTIFIER;

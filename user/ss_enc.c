@@ -31,6 +31,10 @@ struct ss_enc {
 	bool need_sync;			/* next enable is preceded by PSB+ */
 	uint64_t last_period;		/* CTC >> mtc_freq when time was last put in the trace */
 	uint64_t last_tsc;		/* TSC of the last PSB+ */
+	uint64_t cur_tsc;		/* time of the instruction being encoded */
+	uint64_t cyc_ref;		/* time the last CYC (or TSC) accounted up to */
+	uint64_t cyc_at;		/* time of the packet being written, for its CYC */
+	bool in_psb;			/* writing PSB+: no CYC inside it */
 	uint64_t ninsn;
 	/*
 	 * Return compression. libipt's decoder pops its stack on compressed returns only,
@@ -101,7 +105,42 @@ static void ring_write(struct ss_enc *e, const uint8_t *p, size_t n)
 	}
 }
 
+static bool cyc_eligible(enum pt_packet_type type)
+{
+	switch (type) {
+	case ppt_tnt_8:
+	case ppt_tnt_64:
+	case ppt_tip:
+	case ppt_tip_pge:
+	case ppt_tip_pgd:
+	case ppt_fup:
+	case ppt_mtc:
+	case ppt_mode:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static int emit_raw(struct ss_enc *e, const struct pt_packet *pkt);
+
+/* Cycle-accurate mode: the cycles since the last CYC go before an eligible packet. */
 static int emit(struct ss_enc *e, const struct pt_packet *pkt)
+{
+	if (e->cfg.cyc && !e->in_psb && cyc_eligible(pkt->type) && e->cyc_at > e->cyc_ref) {
+		struct pt_packet cyc = { .type = ppt_cyc };
+		int err;
+
+		cyc.payload.cyc.value = e->cyc_at - e->cyc_ref;
+		err = emit_raw(e, &cyc);
+		if (err)
+			return err;
+		e->cyc_ref = e->cyc_at;
+	}
+	return emit_raw(e, pkt);
+}
+
+static int emit_raw(struct ss_enc *e, const struct pt_packet *pkt)
 {
 	int n;
 
@@ -233,6 +272,7 @@ static int emit_psb(struct ss_enc *e, uint64_t ip, uint64_t tsc)
 	e->last_ip = 0;
 	e->lstack_n = 0;
 	e->pstack_n = 0;
+	e->in_psb = true;
 	pkt.type = ppt_psb;
 	err = emit(e, &pkt);
 	if (!err && e->cfg.tsc) {
@@ -267,6 +307,9 @@ static int emit_psb(struct ss_enc *e, uint64_t ip, uint64_t tsc)
 		pkt.type = ppt_psbend;
 		err = emit(e, &pkt);
 	}
+	e->in_psb = false;
+	/* Decoders count cycles from the TSC on. */
+	e->cyc_ref = e->cyc_at = tsc;
 	e->last_tsc = tsc;
 	if (e->cfg.mtc)
 		e->last_period = period_of(e, tsc);
@@ -277,15 +320,26 @@ static int emit_psb(struct ss_enc *e, uint64_t ip, uint64_t tsc)
 static int emit_mtc(struct ss_enc *e, uint64_t period)
 {
 	struct pt_packet pkt = { .type = ppt_mtc };
+	uint64_t edge;
 	int err;
 
-	/* The branches before the MTC happened before its time: keep them before it. */
+	/*
+	 * The MTC is the CTC edge: what came before it (pending TNT bits, cycles) is
+	 * accounted up to the edge, and cycles after it count from there.
+	 */
+	if (e->cfg.cyc) {
+		edge = (uint64_t)((unsigned __int128)(period << e->cfg.mtc_freq) * e->cfg.ctc_ebx /
+				  e->cfg.ctc_eax);
+		e->cyc_at = edge > e->cyc_ref ? edge : e->cyc_ref;
+	}
 	err = flush_tnt(e);
 	if (err)
 		return err;
 	pkt.payload.mtc.ctc = (uint8_t)period;
 	e->last_period = period;
-	return emit(e, &pkt);
+	err = emit(e, &pkt);
+	e->cyc_at = e->cur_tsc;
+	return err;
 }
 
 int ss_enc__begin(struct ss_enc *e, uint64_t ip, uint64_t tsc)
@@ -294,6 +348,7 @@ int ss_enc__begin(struct ss_enc *e, uint64_t ip, uint64_t tsc)
 	bool time_lost = e->cfg.mtc && period - e->last_period >= MTC_MAX_GAP;
 	int err = 0;
 
+	e->cur_tsc = e->cyc_at = tsc;
 	if (!e->enabled) {
 		/*
 		 * Tracing resumes: a sync point when the decoder needs one (first enable,

@@ -10,7 +10,9 @@
  * Asynchronous events (signals, preemption, the freeze) are ss_enc__async_disable().
  *
  * Virtual hardware: TSC ticks are nanoseconds of the caller's clock; the crystal clock
- * (CTC) ticks every ctc_ebx/ctc_eax TSC ticks; MTC every 2^mtc_freq CTC ticks.
+ * (CTC) ticks every ctc_ebx/ctc_eax TSC ticks; MTC every 2^mtc_freq CTC ticks; the core
+ * runs at the nominal ratio (CBR = max non-turbo ratio), so a cycle is a TSC tick as
+ * both libipt and perf convert it.
  */
 #ifndef PTBPF_SS_ENC_H
 #define PTBPF_SS_ENC_H
@@ -28,6 +30,8 @@ struct ss_enc_config {
 	bool tsc;		/* TSC packets in PSB+ (TSCEn) */
 	bool mtc;		/* MTC packets, TMA in PSB+ (MTCEn) */
 	uint8_t mtc_freq;	/* MTC every 2^mtc_freq CTC ticks (RTIT_CTL.MTCFreq) */
+	bool cyc;		/* CYC packets: cycles (= TSC ticks here) before each
+				 * CYC-eligible packet (CYCEn, CycThresh 0) */
 	uint32_t ctc_eax;	/* CPUID.0x15.EAX: TSC/CTC ratio denominator */
 	uint32_t ctc_ebx;	/* CPUID.0x15.EBX: TSC/CTC ratio numerator */
 	uint8_t cbr;		/* core:bus ratio in CBR packets */

@@ -5,7 +5,8 @@
 # (libipt decodes every stepped instruction back), the program's output unchanged, and
 # perf decodes the capture and sees the program's own functions: recursion, function
 # pointers and a jump table; setjmp/longjmp and signal handlers; a tail call (-O2); C++
-# exceptions; two threads on two virtual CPUs and on one (context switches).
+# exceptions; two threads on two virtual CPUs and on one (context switches). Timing
+# packets vary along: MTC (default), CYC, TSC only, and the real clock.
 . "$(dirname "$0")/ss_common.inc"
 need_ptrace
 need_perf
@@ -20,7 +21,7 @@ ss recurse -- "$TARGETS/recurse"
 check_output recurse recurse
 perf_calls recurse main fib dispatch op_add op_mul
 
-ss sigjmp -- "$TARGETS/sigjmp"
+ss sigjmp --timing cyc -- "$TARGETS/sigjmp"
 check_output sigjmp sigjmp
 perf_calls sigjmp main deep on_usr1 on_usr2 on_alarm
 # Handlers start at a TIP.PGE; the timer interrupts user code: an asynchronous exit
@@ -28,14 +29,14 @@ perf_calls sigjmp main deep on_usr1 on_usr2 on_alarm
 grep -qE 'tr strt .*=> +[0-9a-f]+ on_alarm$' "$TMP/sigjmp.perf" || fail "sigjmp: on_alarm not entered"
 grep -q 'tr end  async' "$TMP/sigjmp.perf" || fail "sigjmp: no asynchronous trace end (signal)"
 
-ss tailcall --noretcomp -- "$TARGETS/tailcall"
+ss tailcall --noretcomp --timing tsc -- "$TARGETS/tailcall"
 check_output tailcall tailcall
 perf_calls tailcall main middle
 # middle ends in `jmp leaf`: leaf is reached without a call, and returns to main.
 grep -qE 'return .* leaf +=> +[0-9a-f]+ main$' "$TMP/tailcall.perf" ||
 	fail "tailcall: leaf does not return straight to main"
 
-ss cxxexc -- "$TARGETS/cxxexc"
+ss cxxexc --clock real -- "$TARGETS/cxxexc"
 check_output cxxexc cxxexc
 perf_calls cxxexc main level1 level2 level3 __cxa_throw
 

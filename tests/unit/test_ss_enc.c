@@ -71,7 +71,8 @@ static void encode_step(struct ss_enc *e, const struct step *s, uint64_t tsc)
 }
 
 /* Decode `buf` from its first PSB; the IPs land in `ips`. Returns how many. */
-static size_t decode(uint8_t *buf, size_t len, uint64_t *ips, size_t max, int mtc_freq)
+static size_t decode_timed(uint8_t *buf, size_t len, uint64_t *ips, uint64_t *times, size_t max,
+			   int mtc_freq)
 {
 	struct pt_insn_decoder *d;
 	struct pt_image *image;
@@ -105,14 +106,22 @@ static size_t decode(uint8_t *buf, size_t len, uint64_t *ips, size_t max, int mt
 		if (status < 0)
 			break;
 		status = pt_insn_next(d, &insn, sizeof(insn));
-		if (insn.iclass != ptic_error && n < max)
+		if (insn.iclass != ptic_error && n < max) {
+			if (times)
+				pt_insn_time(d, &times[n], NULL, NULL);
 			ips[n++] = insn.ip;
+		}
 		if (status < 0)
 			break;
 	}
 	assert_int_equal(status, -pte_eos);
 	pt_insn_free_decoder(d);
 	return n;
+}
+
+static size_t decode(uint8_t *buf, size_t len, uint64_t *ips, size_t max, int mtc_freq)
+{
+	return decode_timed(buf, len, ips, NULL, max, mtc_freq);
 }
 
 static const struct ss_enc_config base_cfg = {
@@ -316,6 +325,40 @@ static void test_mtc_and_psb_marks(void **state)
 	ss_enc__free(e);
 }
 
+/* Cycle-accurate: CYC before every eligible packet gives libipt a time per packet. */
+static void test_cyc(void **state)
+{
+	struct ss_enc_config cfg = base_cfg;
+	struct step steps[64];
+	size_t nsteps = run_once(steps), i, n, distinct = 1;
+	uint64_t ips[20 * 64], times[20 * 64], tsc = 1000000;
+	struct ss_enc *e;
+	uint8_t *lin;
+	int p;
+
+	cfg.cyc = true;
+	roundtrip(&cfg, 4, true);
+	assert_int_equal(ss_enc__new(&cfg, &e), 0);
+	for (p = 0; p < 20; p++)
+		for (i = 0; i < nsteps; i++, tsc += 2)
+			encode_step(e, &steps[i], tsc);
+	assert_int_equal(ss_enc__async_disable(e, 0x400000), 0);
+	lin = malloc(cfg.ring_size);
+	n = aux_ring_copy(ss_enc__ring(e), cfg.ring_size, ss_enc__total(e), false, lin, NULL);
+	assert_true(count_packets(lin, n, ppt_cyc) > 20);
+	n = decode_timed(lin, n, ips, times, 20 * 64, cfg.mtc_freq);
+	assert_int_equal(n, 20 * nsteps);
+	for (i = 1; i < n; i++) {
+		assert_true(times[i] >= times[i - 1]);
+		distinct += times[i] != times[i - 1];
+	}
+	/* Within the last TNT packet's few branches of the true time, and rarely flat. */
+	assert_true(times[n - 1] <= tsc && times[n - 1] + 16 >= tsc - 2);
+	assert_true(distinct > n / 8);
+	free(lin);
+	ss_enc__free(e);
+}
+
 static void test_invalid_config(void **state)
 {
 	struct ss_enc_config cfg = base_cfg;
@@ -343,6 +386,7 @@ int main(void)
 		cmocka_unit_test(test_packets),
 		cmocka_unit_test(test_async_disable),
 		cmocka_unit_test(test_mtc_and_psb_marks),
+		cmocka_unit_test(test_cyc),
 		cmocka_unit_test(test_invalid_config),
 	};
 
