@@ -29,15 +29,6 @@
 #define CHUNK_SLACK 16
 #define MAX_AHEAD 4
 
-/* Jump classification cache (direct mapped): does a jump from -> to leave a function? */
-#define JC_BITS 12
-
-struct jc_entry {
-	uint64_t from, to;	/* the jump; from == 0: empty */
-	int32_t as;		/* address space of the lookup */
-	bool leaves;		/* the jump's target is in another function */
-};
-
 enum stream_state {
 	ST_SYNC,		/* looking for the next PSB */
 	ST_RUN,			/* synchronized: events and blocks */
@@ -79,14 +70,22 @@ struct ptd_stream {
 	bool uret;
 	bool xol;		/* in a probed instruction's out-of-line copy ([uprobes]) */
 
-	uint64_t now;		/* ns of the current position */
+	uint64_t now;		/* ns of the current position (see now()) */
+	bool time_stale;	/* `now` needs asking libipt again */
 	uint64_t last_time;	/* time of the last event emitted */
 	uint64_t last_tsc;	/* TSC value `now` was converted from */
 
 	struct ptd_event *out;	/* chunk being filled */
 	size_t nr_out;
 
-	struct jc_entry *jc;	/* jump classification cache, 1 << JC_BITS entries */
+	/*
+	 * The function the flow is in, for telling jumps that leave it: [fn_start, fn_end)
+	 * when fn_valid; a range between functions when !fn_known. Calls, returns and
+	 * restarts invalidate it; it is looked up again at the next jump.
+	 */
+	uint64_t fn_start, fn_end;
+	bool fn_valid, fn_known;
+	uint64_t up_start, up_end;	/* the [uprobes] page of the address space, if any */
 	struct decode_stats st;
 	uint64_t pos;		/* trace offset reached (progress) */
 };
@@ -109,20 +108,26 @@ uint64_t ptd_clock_ns(const struct ptd_clock *c, uint64_t tsc)
 	return c->zero + quot * c->mult + ((rem * c->mult) >> c->shift);
 }
 
-static void stream_time(struct ptd_stream *s)
+/*
+ * The time at the decoder's position, asked of libipt only when an event needs it:
+ * most blocks end in a conditional branch that makes no event.
+ */
+static uint64_t now(struct ptd_stream *s)
 {
 	uint32_t lost_mtc, lost_cyc;
 	uint64_t tsc;
 
+	if (!s->time_stale)
+		return s->now;
+	s->time_stale = false;
 	if (s->o.timeless) {
 		/* no clock: instructions stand in for nanoseconds */
 		s->now = s->st.insns;
-		return;
+	} else if (pt_blk_time(s->dec, &tsc, &lost_mtc, &lost_cyc) >= 0 && tsc != s->last_tsc) {
+		s->last_tsc = tsc;
+		s->now = ptd_clock_ns(&s->o.clock, tsc);
 	}
-	if (pt_blk_time(s->dec, &tsc, &lost_mtc, &lost_cyc) < 0 || tsc == s->last_tsc)
-		return;
-	s->last_tsc = tsc;
-	s->now = ptd_clock_ns(&s->o.clock, tsc);
+	return s->now;
 }
 
 /* ---------------------------------------------------------------- events */
@@ -174,7 +179,7 @@ static void emit_error(struct ptd_stream *s, int code, uint64_t ip)
 	if (!s->have_thread && s->o.nr_sched)
 		attribute(s, ip);
 	dlog("[%" PRIx64 ", %" PRIx64 ": error: %s]\n", off, ip, pt_errstr(pt_errcode(code)));
-	ev = emit(s, PTD_ERROR, s->now);
+	ev = emit(s, PTD_ERROR, now(s));
 	if (!ev)
 		return;
 	ev->from = ip;
@@ -211,10 +216,22 @@ static int set_thread(struct ptd_stream *s, uint32_t pid, uint32_t tid, int as)
 			as = -1;
 		err = pt_blk_set_image(s->dec, image);
 	}
+	if (as != s->as || !s->have_thread) {
+		const struct ptd_aspace *a = as >= 0 ? &s->o.images->as[as] : NULL;
+		uint32_t i;
+
+		s->up_start = s->up_end = 0;
+		for (i = 0; a && i < a->nr_maps; i++)
+			if (a->maps[i].uprobes) {
+				s->up_start = a->maps[i].start;
+				s->up_end = a->maps[i].end;
+			}
+	}
 	s->pid = pid;
 	s->tid = tid;
 	s->as = as;
 	s->have_thread = true;
+	s->fn_valid = false;
 	return err;
 }
 
@@ -234,17 +251,17 @@ static int attribute(struct ptd_stream *s, uint64_t ip)
 		if (s->o.fixed_as >= 0)
 			return set_thread(s, s->o.fixed_pid, s->o.fixed_tid, s->o.fixed_as);
 		return set_thread(s, s->o.fixed_pid, s->o.fixed_tid,
-				  as_for(s, s->o.fixed_pid, s->now));
+				  as_for(s, s->o.fixed_pid, now(s)));
 	}
-	while (i + 1 < n && sc[i + 1].time <= s->now)
+	while (i + 1 < n && sc[i + 1].time <= now(s))
 		i++;
 	s->sched_idx = i;
-	as = as_for(s, sc[i].pid, s->now);
+	as = as_for(s, sc[i].pid, now(s));
 	if (ip && !as_maps(s, as, ip)) {
 		size_t j;
 
 		for (j = i + 1; j < n && j <= i + 2; j++) {
-			int a = as_for(s, sc[j].pid, s->now);
+			int a = as_for(s, sc[j].pid, now(s));
 
 			if (as_maps(s, a, ip)) {
 				s->sched_idx = i = j;
@@ -266,7 +283,7 @@ static int start_tracing(struct ptd_stream *s, uint64_t ip)
 		return err;
 	s->enabled = true;
 	s->need_start = false;
-	ev = emit(s, PTD_START, s->now);
+	ev = emit(s, PTD_START, now(s));
 	if (ev)
 		ev->to = ip;
 	return 0;
@@ -367,32 +384,40 @@ static enum pt_insn_class pending_class(struct ptd_stream *s)
 	return p->iclass;
 }
 
+/*
+ * Did a jump from `from` to `to` leave its function? Most jumps stay inside the range
+ * of the current function: two compares. Otherwise the target's function is looked
+ * up and becomes the current one. Between two addresses with no symbol nothing can be
+ * told: no jump.
+ */
 static bool jump_leaves(struct ptd_stream *s, uint64_t from, uint64_t to)
 {
-	uint64_t h = (from * 0x9e3779b97f4a7c15ull) ^ (to * 0xc2b2ae3d27d4eb4full);
-	struct jc_entry *e = &s->jc[h >> (64 - JC_BITS)];
-	uint64_t f = 0, t = 0;
+	uint64_t start, end;
+	bool leaves;
+	int r;
 
-	if (e->from == from && e->to == to && e->as == s->as)
-		return e->leaves;
-	symbols__func_start(s->o.symbols, s->as, from, &f);
-	symbols__func_start(s->o.symbols, s->as, to, &t);
-	e->from = from;
-	e->to = to;
-	e->as = s->as;
-	/* two unknown functions cannot be told apart: no jump */
-	e->leaves = f != t;
-	return e->leaves;
+	if (!s->fn_valid) {
+		r = symbols__func_range(s->o.symbols, s->as, from, &s->fn_start, &s->fn_end);
+		s->fn_valid = r >= 0;
+		s->fn_known = r == 0;
+	}
+	if (s->fn_valid && to >= s->fn_start && to < s->fn_end)
+		return false;
+	r = symbols__func_range(s->o.symbols, s->as, to, &start, &end);
+	leaves = (s->fn_valid && s->fn_known) || r == 0;
+	s->fn_start = start;
+	s->fn_end = end;
+	s->fn_valid = r >= 0;
+	s->fn_known = r == 0;
+	return leaves;
 }
 
 /* 1: ip is in the [uprobes] page, 2: at its start (the uretprobe trampoline), else 0. */
 static int in_uprobes(struct ptd_stream *s, uint64_t ip)
 {
-	const struct ptd_map *m = ptd_aspace_lookup(s->o.images, s->as, ip);
-
-	if (!m || !m->uprobes)
+	if (ip < s->up_start || ip >= s->up_end)
 		return 0;
-	return ip == m->start ? 2 : 1;
+	return ip == s->up_start ? 2 : 1;
 }
 
 /* The previous block's branch went to `to`. */
@@ -410,6 +435,7 @@ static void resolve(struct ptd_stream *s, uint64_t to)
 	case ptic_far_call:
 		kind = PTD_CALL;
 		s->st.calls++;
+		s->fn_valid = false;
 		break;
 	case ptic_return:
 	case ptic_far_return:
@@ -422,6 +448,7 @@ static void resolve(struct ptd_stream *s, uint64_t to)
 		}
 		kind = PTD_RETURN;
 		s->st.returns++;
+		s->fn_valid = false;
 		break;
 	case ptic_jump:
 	case ptic_cond_jump:
@@ -433,7 +460,7 @@ static void resolve(struct ptd_stream *s, uint64_t to)
 	default:
 		return;
 	}
-	ev = emit(s, kind, p->time);
+	ev = emit(s, kind, p->time ? p->time : now(s));
 	if (ev) {
 		ev->from = p->ip;
 		ev->to = to;
@@ -455,7 +482,8 @@ static void on_block(struct ptd_stream *s, const struct pt_block *b)
 	s->last_ip = b->end_ip;
 	p->valid = true;
 	p->ip = b->end_ip;
-	p->time = s->now;
+	/* a branch that may make an event keeps the time it was taken at */
+	p->time = b->iclass == ptic_cond_jump || b->iclass == ptic_other ? 0 : now(s);
 	p->iclass = b->iclass;
 	p->mode = b->mode;
 	p->isid = b->isid;
@@ -471,7 +499,7 @@ static void stop_tracing(struct ptd_stream *s, enum cs_stop_reason why, uint64_t
 	struct ptd_event *ev;
 
 	s->enabled = false;
-	ev = emit(s, PTD_STOP, s->now);
+	ev = emit(s, PTD_STOP, now(s));
 	if (ev) {
 		ev->from = ip;
 		ev->reason = (uint16_t)why;
@@ -483,9 +511,12 @@ static int on_event(struct ptd_stream *s, const struct pt_event *e)
 	enum pt_insn_class cls;
 	struct ptd_event *ev;
 
-	if (e->has_tsc && !s->o.timeless && e->tsc != s->last_tsc) {
-		s->last_tsc = e->tsc;
-		s->now = ptd_clock_ns(&s->o.clock, e->tsc);
+	if (e->has_tsc && !s->o.timeless) {
+		if (e->tsc != s->last_tsc) {
+			s->last_tsc = e->tsc;
+			s->now = ptd_clock_ns(&s->o.clock, e->tsc);
+		}
+		s->time_stale = false;
 	}
 	switch (e->type) {
 	case ptev_enabled:
@@ -538,7 +569,7 @@ static int on_event(struct ptd_stream *s, const struct pt_event *e)
 	case ptev_async_branch:
 		/* an interrupt taken in traced code: a call its iret returns from */
 		resolve(s, e->variant.async_branch.from);
-		ev = emit(s, PTD_CALL, s->now);
+		ev = emit(s, PTD_CALL, now(s));
 		if (ev) {
 			ev->from = e->variant.async_branch.from;
 			ev->to = e->variant.async_branch.to;
@@ -549,7 +580,7 @@ static int on_event(struct ptd_stream *s, const struct pt_event *e)
 		s->st.overflows++;
 		s->pend.valid = false;
 		s->uret = s->xol = false;
-		ev = emit(s, PTD_OVERFLOW, s->now);
+		ev = emit(s, PTD_OVERFLOW, now(s));
 		if (ev) {
 			ev->offset = trace_offset(s);
 			ev->from = s->last_ip;
@@ -580,7 +611,8 @@ static void stream_synced(struct ptd_stream *s, int status)
 	s->st.syncs++;
 	s->pend.valid = false;
 	s->uret = s->xol = false;
-	stream_time(s);
+	s->fn_valid = false;
+	s->time_stale = true;
 	/* PSB+ with a FUP: tracing is on, with no event to say so */
 	s->need_start = !(status & pts_ip_suppressed);
 	s->enabled = false;
@@ -653,7 +685,7 @@ static void stream_step(struct ptd_stream *s)
 	status = pt_blk_next(s->dec, &block, sizeof(block));
 	/* count ninsn even on error: the block holds what decoded before it */
 	s->st.insns += block.ninsn;
-	stream_time(s);
+	s->time_stale = true;
 	if (block.ninsn) {
 		s->st.blocks++;
 		on_block(s, &block);
@@ -693,11 +725,6 @@ int ptd_stream_new(const struct ptd_stream_opts *opts, struct ptd_stream **out)
 		return -ENOMEM;
 	s->o = *opts;
 	s->as = -1;
-	s->jc = calloc(1u << JC_BITS, sizeof(*s->jc));
-	if (!s->jc) {
-		free(s);
-		return -ENOMEM;
-	}
 	cfg.size = sizeof(cfg);
 	cfg.begin = (uint8_t *)opts->buf;
 	cfg.end = (uint8_t *)opts->buf + opts->size;
@@ -706,7 +733,6 @@ int ptd_stream_new(const struct ptd_stream_opts *opts, struct ptd_stream **out)
 	cfg.flags.variant.block.end_on_jump = 1;
 	s->dec = pt_blk_alloc_decoder(&cfg);
 	if (!s->dec) {
-		free(s->jc);
 		free(s);
 		return -EINVAL;
 	}
@@ -728,7 +754,6 @@ void ptd_stream_free(struct ptd_stream *s)
 	if (!s)
 		return;
 	pt_blk_free_decoder(s->dec);
-	free(s->jc);
 	free(s);
 }
 

@@ -154,10 +154,13 @@ void ptd_images_set_vdso(struct ptd_images *im, const void *bytes, size_t size);
 struct symbols *symbols__new(struct ptd_images *im, const char *debug_dir);
 void symbols__free(struct symbols *sy);
 /*
- * Function containing `addr` in address space `as`: its start address (0 if unknown).
- * Read-only and lock-free once symbols__preload() ran: used from decoder threads.
+ * The function holding `addr` in address space `as`: 0 and its [start, end); 1 and the
+ * range between functions (or the mapping, without symbols) that holds it; -ENOENT if
+ * nothing is mapped there. Read-only and lock-free once symbols__preload() ran: used
+ * from decoder threads.
  */
-int symbols__func_start(struct symbols *sy, int as, uint64_t addr, uint64_t *start);
+int symbols__func_range(struct symbols *sy, int as, uint64_t addr, uint64_t *start,
+			uint64_t *end);
 /* Kernel text symbols from a kallsyms copy; 0, -errno, or -ENODATA (no text symbols). */
 int symbols__load_kallsyms(struct symbols *sy, const char *path);
 /* Loads every symbol table the address spaces need (before decoder threads start). */

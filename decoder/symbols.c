@@ -351,21 +351,57 @@ static const struct sym *find_sym(const struct symbols *sy, const struct ptd_map
 	return s;
 }
 
-int symbols__func_start(struct symbols *sy, int as, uint64_t addr, uint64_t *start)
+int symbols__func_range(struct symbols *sy, int as, uint64_t addr, uint64_t *start,
+			uint64_t *end)
 {
 	const struct ptd_map *m = ptd_aspace_lookup(sy->im, as, addr);
-	const struct sym *s;
+	uint64_t s0 = 0, e0 = UINT64_MAX, s1, e1, link;
 	const struct sdso *sd;
+	const struct sym *k;
+	int i, r;
 
-	*start = 0;
-	if (!m || m->dso == UINT32_MAX || m->dso >= sy->nr_dsos)
+	*start = *end = 0;
+	if (!m)
 		return -ENOENT;
+	if (m->dso == UINT32_MAX || m->dso >= sy->nr_dsos) {
+		*start = m->start;
+		*end = m->end;
+		return 1;
+	}
+	link = addr - m->bias;
+	if (sy->im->dsos[m->dso].kernel) {
+		k = find_ksym(sy, link);
+		if (!k) {
+			*start = addr;
+			*end = addr + 1;
+			return 1;
+		}
+		*start = k->addr + m->bias;
+		*end = k->addr + (k->size ? k->size : 1) + m->bias;
+		return 0;
+	}
 	sd = &sy->dsos[m->dso];
-	s = find_sym(sy, m, sd, addr - m->bias);
-	if (!s)
-		return -ENOENT;
-	*start = s->addr + m->bias;
-	return 0;
+	/* the debug file's table first, the file's own (PLT) second; gaps intersect */
+	for (i = 0; i < 2; i++) {
+		const struct symtab *st = i ? sd->st : sd->debug;
+
+		if (!st)
+			continue;
+		r = symtab__find_range(st, link, &s1, &e1);
+		if (r == 0) {
+			*start = s1 + m->bias;
+			*end = e1 + m->bias;
+			return 0;
+		}
+		if (s1 > s0)
+			s0 = s1;
+		if (e1 < e0)
+			e0 = e1;
+	}
+	/* between functions, within the mapping */
+	*start = s0 + m->bias > m->start && s0 + m->bias > s0 ? s0 + m->bias : m->start;
+	*end = e0 != UINT64_MAX && e0 + m->bias < m->end ? e0 + m->bias : m->end;
+	return 1;
 }
 
 static int grow_cache(struct symbols *sy)

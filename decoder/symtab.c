@@ -741,6 +741,44 @@ const struct sym *symtab__find_addr(const struct symtab *st, uint64_t addr)
 	return NULL;
 }
 
+int symtab__find_range(const struct symtab *st, uint64_t addr, uint64_t *start, uint64_t *end)
+{
+	const struct sym *s;
+	uint32_t lo = 0, hi;
+
+	if (!st || !start || !end)
+		return -EINVAL;
+	s = symtab__find_addr(st, addr);
+	if (s) {
+		const struct symtab_entry *e = (const struct symtab_entry *)s;
+
+		*start = s->addr;
+		*end = e->end;
+		return 0;
+	}
+	/* between functions: from the end of the one below to the start of the next */
+	hi = st->nr;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (st->entries[mid].sym.addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*end = lo < st->nr ? st->entries[lo].sym.addr : UINT64_MAX;
+	*start = 0;
+	if (lo) {
+		uint32_t i;
+
+		/* the furthest end of the symbols below (sized ones may overlap) */
+		for (i = lo; i-- > 0 && lo - i <= 16;)
+			if (st->entries[i].end <= addr && st->entries[i].end > *start)
+				*start = st->entries[i].end;
+	}
+	return 1;
+}
+
 /* Edit distance, case-insensitive, with an early exit above `limit`. */
 static unsigned edit_distance(const char *a, const char *b, unsigned limit)
 {

@@ -29,6 +29,11 @@ void symtab__free(struct symtab *st);
 const struct sym *symtab__find_name(const struct symtab *st, const char *name);
 /* The function containing `addr` (link-time address), or NULL. */
 const struct sym *symtab__find_addr(const struct symtab *st, uint64_t addr);
+/*
+ * The function holding `addr`: 0 and its [start, end) (an unsized symbol ends at the next
+ * one); or 1 and the gap between functions that holds it. -EINVAL on bad arguments.
+ */
+int symtab__find_range(const struct symtab *st, uint64_t addr, uint64_t *start, uint64_t *end);
 /* Up to `max` names close to `name` (for "did you mean"); returns how many. */
 int symtab__suggest(const struct symtab *st, const char *name, const char **out, int max);
 /* File offset of a link-time address, through the PT_LOAD that maps it (uprobe offsets). */

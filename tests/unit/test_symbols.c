@@ -98,7 +98,7 @@ static void test_names(void **state)
 	struct ptd_images im;
 	struct symbols *sy;
 	struct cs_symbol s, again;
-	uint64_t start;
+	uint64_t start, end;
 	int as;
 
 	assert_int_equal(ptd_images_init(&im, NULL, NULL, false), 0);
@@ -117,10 +117,10 @@ static void test_names(void **state)
 	assert_int_equal(symbols__lookup(sy, as, (uintptr_t)cxx_probe, &s), 0);
 	assert_string_equal(s.name, "foo::bar(int)");
 
-	assert_int_equal(symbols__func_start(sy, as, (uintptr_t)cxx_probe + 3, &start), 0);
+	assert_int_equal(symbols__func_range(sy, as, (uintptr_t)cxx_probe + 3, &start, &end), 0);
 	assert_int_equal(start, (uintptr_t)cxx_probe);
-	assert_int_equal(symbols__func_start(sy, as, 0x10, &start), -ENOENT);
-	assert_int_equal(start, 0);
+	assert_true(end > (uintptr_t)cxx_probe + 3);
+	assert_int_equal(symbols__func_range(sy, as, 0x10, &start, &end), -ENOENT);
 
 	/* nothing mapped there, no address space, address 0 */
 	assert_int_equal(symbols__lookup(sy, as, 0x10, &s), -ENOENT);
@@ -165,6 +165,7 @@ static void test_unknown(void **state)
 	struct ptd_images im;
 	struct symbols *sy;
 	struct cs_symbol s;
+	uint64_t start, end;
 	char path[128];
 	int as, fd;
 
@@ -186,6 +187,10 @@ static void test_unknown(void **state)
 	assert_int_equal(symbols__lookup(sy, as, 0x10003, &s), 0);
 	assert_string_equal(s.name, "blob.bin+0x2003");
 	assert_int_equal(s.start, 0);
+	/* no symbols: the whole mapping is one unknown range */
+	assert_int_equal(symbols__func_range(sy, as, 0x10003, &start, &end), 1);
+	assert_int_equal(start, 0x10000);
+	assert_int_equal(end, 0x11000);
 	assert_int_equal(symbols__lookup(sy, as, 0x20010, &s), 0);
 	assert_string_equal(s.name, "lib.so+0x10");
 	symbols__free(sy);

@@ -218,6 +218,28 @@ static void test_plt(void **state)
 	assert_string_equal(s->name, "free@plt");
 }
 
+static void test_find_range(void **state)
+{
+	const struct sym *a = symtab__find_name(self, "symtab_probe_target");
+	const struct sym *l = symtab__find_name(self, "symtab_asm_label");
+	uint64_t start, end;
+
+	assert_int_equal(symtab__find_range(NULL, a->addr, &start, &end), -EINVAL);
+	assert_int_equal(symtab__find_range(self, a->addr, NULL, &end), -EINVAL);
+	assert_int_equal(symtab__find_range(self, a->addr, &start, NULL), -EINVAL);
+	assert_int_equal(symtab__find_range(self, a->addr + 1, &start, &end), 0);
+	assert_int_equal(start, a->addr);
+	assert_int_equal(end, a->addr + a->size);
+	/* an unsized label runs to the next symbol */
+	assert_int_equal(symtab__find_range(self, l->addr, &start, &end), 0);
+	assert_int_equal(start, l->addr);
+	assert_true(end > l->addr);
+	/* below every symbol: a gap up to the first one */
+	assert_int_equal(symtab__find_range(self, 0, &start, &end), 1);
+	assert_int_equal(start, 0);
+	assert_int_equal(end, symtab__get(self, 0)->addr);
+}
+
 static void test_sorted(void **state)
 {
 	uint32_t i, n = symtab__count(self);
@@ -329,6 +351,7 @@ int main(void)
 		cmocka_unit_test(test_find_addr),
 		cmocka_unit_test(test_unsized_label),
 		cmocka_unit_test(test_plt),
+		cmocka_unit_test(test_find_range),
 		cmocka_unit_test(test_sorted),
 		cmocka_unit_test(test_suggest),
 		cmocka_unit_test(test_offsets_and_facts),
