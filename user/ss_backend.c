@@ -597,6 +597,16 @@ static int step_done(struct backend *b, struct ss_thread *t, uint64_t ip, uint64
 
 	if (!t->step_known) {
 		m = t->step_mm ? ss_mm__find(t->step_mm, ip) : NULL;
+		if (m && m->kind == SS_MAP_UPROBES && (next <= ip || next - ip > SS_INSN_MAX_LEN)) {
+			/*
+			 * The uretprobe trampoline leaves through its last instruction, a ret
+			 * to the address the system call put on the stack (Linux 6.11+:
+			 * push, push, push, mov, syscall, pop, pop, ret).
+			 */
+			insn = (struct ss_insn){ .len = 1, .cls = SS_INSN_RET };
+			err = ss_mm__learn_uprobes(t->step_mm, ip, &insn);
+			return err ? err : encode(b, t, ip, t->step_mm, &insn, next);
+		}
 		if (!m || next <= ip || next - ip > SS_INSN_MAX_LEN) {
 			if (!b->warned_unknown)
 				elog("singlestep: thread %d: cannot decode the instruction at %#" PRIx64
@@ -611,7 +621,7 @@ static int step_done(struct backend *b, struct ss_thread *t, uint64_t ip, uint64
 		 */
 		insn = (struct ss_insn){ .len = next - ip, .cls = SS_INSN_OTHER };
 		if (m->kind == SS_MAP_UPROBES)
-			err = ss_mm__learn_uprobes(t->step_mm, ip, next - ip, false);
+			err = ss_mm__learn_uprobes(t->step_mm, ip, &insn);
 		else
 			err = ss_mm__learn(t->step_mm, ip, &insn);
 		if (err)
@@ -646,7 +656,7 @@ static int syscall_done(struct backend *b, struct ss_thread *t,
 
 		if (m && m->kind == SS_MAP_UPROBES) {
 			/* The uretprobe trampoline's own system call back to the caller. */
-			err = ss_mm__learn_uprobes(t->step_mm, t->step_ip, 2, true);
+			err = ss_mm__learn_uprobes(t->step_mm, t->step_ip, &syscall_insn);
 			if (!err)
 				err = encode(b, t, t->step_ip, t->step_mm, &syscall_insn, 0);
 		} else {
@@ -900,6 +910,13 @@ static int handle_stop(struct backend *b, struct ss_thread *t, int status)
 			break;
 		case SI_USER:
 			if (is_probe_step(t, &si)) {
+				/*
+				 * The kernel maps [uprobes] at the first hit; its MMAP2 goes here,
+				 * as the kernel's would, not when a return first runs into it.
+				 */
+				err = ss_mm__has_uprobes(t->step_mm) ? 0 : ss_mm__refresh(t->step_mm);
+				if (err < 0)
+					return err;
 				err = step_done(b, t, t->step_ip, regs.rip);
 				t->maybe_restart = false;
 				thread_ready(b, t, &regs);

@@ -355,6 +355,16 @@ static const struct ss_map *find(const struct ss_mm *mm, uint64_t ip, bool any)
 	return NULL;
 }
 
+bool ss_mm__has_uprobes(const struct ss_mm *mm)
+{
+	size_t i;
+
+	for (i = 0; i < mm->nr_maps; i++)
+		if (mm->maps[i].kind == SS_MAP_UPROBES && !mm->maps[i].gone)
+			return true;
+	return false;
+}
+
 const struct ss_map *ss_mm__find(const struct ss_mm *mm, uint64_t ip)
 {
 	return find(mm, ip, false);
@@ -528,25 +538,33 @@ static void write_nop(uint8_t *p, unsigned int len)
 	memcpy(p, nops[len - 1], len);
 }
 
-int ss_mm__learn_uprobes(struct ss_mm *mm, uint64_t ip, unsigned int len, bool syscall)
+int ss_mm__learn_uprobes(struct ss_mm *mm, uint64_t ip, const struct ss_insn *insn)
 {
-	struct ss_insn insn = { .len = syscall ? 2 : len, .cls = syscall ? SS_INSN_SYSCALL : SS_INSN_OTHER };
-	struct ss_page *pg;
 	size_t off = ip & (PAGE - 1);
+	struct ss_page *pg;
 	int err;
 
-	if (!insn.len || insn.len > SS_INSN_MAX_LEN || off + insn.len > PAGE)
+	if (!insn->len || insn->len > SS_INSN_MAX_LEN || off + insn->len > PAGE ||
+	    (insn->cls == SS_INSN_SYSCALL && insn->len != 2) ||
+	    (insn->cls == SS_INSN_RET && insn->len != 1) ||
+	    (insn->cls != SS_INSN_OTHER && insn->cls != SS_INSN_SYSCALL && insn->cls != SS_INSN_RET))
 		return -EINVAL;
 	err = page_keep(mm, ip & ~(PAGE - 1), false, &pg);
 	if (err)
 		return err;
-	if (syscall) {
+	switch (insn->cls) {
+	case SS_INSN_SYSCALL:
 		pg->bytes[off] = 0x0f;
 		pg->bytes[off + 1] = 0x05;
-	} else {
-		write_nop(pg->bytes + off, len);
+		break;
+	case SS_INSN_RET:
+		pg->bytes[off] = 0xc3;
+		break;
+	default:
+		write_nop(pg->bytes + off, insn->len);
+		break;
 	}
-	return icache_put(mm, ip, &insn);
+	return icache_put(mm, ip, insn);
 }
 
 int ss_mm__learn(struct ss_mm *mm, uint64_t ip, const struct ss_insn *insn)

@@ -75,11 +75,13 @@ const struct ss_map *ss_mm__find(const struct ss_mm *mm, uint64_t ip);
 int ss_mm__insn(struct ss_mm *mm, struct ss_dis *dis, uint64_t ip, struct ss_insn *out);
 
 /*
- * Record what a step through the [uprobes] page showed: the instruction at `ip` was
- * `len` bytes long and no branch, or (`syscall`) it was the system call that left it.
- * Its bytes are rebuilt (a NOP of that length, or 0f 05) so the trace decodes.
+ * Record what a step through the [uprobes] page showed: the instruction at `ip` is
+ * insn->len bytes long and of class insn->cls: SS_INSN_OTHER (no branch), SS_INSN_SYSCALL
+ * (the uretprobe system call) or SS_INSN_RET (the trampoline's final ret: the step left
+ * the page without a system call). Its bytes are rebuilt (a NOP of that length, 0f 05,
+ * c3) so the trace decodes. -EINVAL for anything else.
  */
-int ss_mm__learn_uprobes(struct ss_mm *mm, uint64_t ip, unsigned int len, bool syscall);
+int ss_mm__learn_uprobes(struct ss_mm *mm, uint64_t ip, const struct ss_insn *insn);
 
 /* Remember the class of the instruction at `ip`, found by other means than decoding. */
 int ss_mm__learn(struct ss_mm *mm, uint64_t ip, const struct ss_insn *insn);
@@ -92,6 +94,9 @@ int ss_mm__read(struct ss_mm *mm, uint64_t ip, uint8_t *buf, size_t size);
 
 /* The byte at `ip` in process memory (PTRACE_PEEKTEXT), -errno if unreadable. */
 int ss_mm__mem_byte(struct ss_mm *mm, pid_t tid, uint64_t ip);
+
+/* Whether a live [uprobes] mapping is known. */
+bool ss_mm__has_uprobes(const struct ss_mm *mm);
 
 /* Executable mappings, including gone ones, in the order they appeared. */
 const struct ss_map *ss_mm__maps(const struct ss_mm *mm, size_t *nr);

@@ -189,8 +189,14 @@ static void test_learn_and_errors(void **state)
 	assert_int_equal(ss_mm__insn(mm, dis, ip, &got), 0);
 	assert_int_equal(got.len, 6);
 	/* [uprobes] lengths only make sense within a [uprobes] page. */
-	assert_int_equal(ss_mm__learn_uprobes(mm, 0xfff, 4, false), -EINVAL);
-	assert_int_equal(ss_mm__learn_uprobes(mm, 0x1000, 0, false), -EINVAL);
+	insn = (struct ss_insn){ .len = 4, .cls = SS_INSN_OTHER };
+	assert_int_equal(ss_mm__learn_uprobes(mm, 0xfff, &insn), -EINVAL);
+	insn.len = 0;
+	assert_int_equal(ss_mm__learn_uprobes(mm, 0x1000, &insn), -EINVAL);
+	insn = (struct ss_insn){ .len = 3, .cls = SS_INSN_RET };
+	assert_int_equal(ss_mm__learn_uprobes(mm, 0x1000, &insn), -EINVAL);
+	insn = (struct ss_insn){ .len = 2, .cls = SS_INSN_JCC };
+	assert_int_equal(ss_mm__learn_uprobes(mm, 0x1000, &insn), -EINVAL);
 	assert_int_equal(ss_mm__insn(mm, dis, 0x1000, &got), -EFAULT);
 	ss_mm__free(mm);
 	ss_dis__free(dis);
