@@ -699,11 +699,29 @@ static int release_cpu(struct backend *b, struct ss_thread *t)
 	return t->cpu >= 0 ? switch_out(b, t->cpu, false) : 0;
 }
 
+/*
+ * The thread's trace ends where it stands (exit, exit_group of another thread, SIGKILL,
+ * which no PTRACE_EVENT_EXIT stop announces): its system call ran, or tracing stops
+ * before the instruction it was at.
+ */
+static int end_trace(struct backend *b, struct ss_thread *t)
+{
+	if (t->cpu < 0)
+		return 0;
+	if (t->state == TS_STOPPED || t->state == TS_NEW)
+		return async_disable(b, t, t->ip);
+	if (t->in_syscall)
+		return encode_syscall(b, t);
+	return async_disable(b, t, t->step_ip);
+}
+
 static int thread_gone(struct backend *b, struct ss_thread *t, bool reaped, int status)
 {
 	int err;
 
-	err = release_cpu(b, t);
+	err = end_trace(b, t);
+	if (!err)
+		err = release_cpu(b, t);
 	if (!err)
 		err = ss_sb__exit(b->sb, t->proc->pid, t->proc->ppid, t->tid, t->ptid, sb_time(b), 0);
 	t->state = TS_GONE;
@@ -818,12 +836,7 @@ static int handle_event(struct backend *b, struct ss_thread *t, int event)
 		t->pending_sig = 0;
 		return err ? err : cont(t, 0);
 	case PTRACE_EVENT_EXIT:
-		if (t->state == TS_STOPPED || t->state == TS_NEW)
-			err = async_disable(b, t, t->ip);
-		else if (t->in_syscall)
-			err = encode_syscall(b, t);
-		else
-			err = async_disable(b, t, t->step_ip);
+		err = end_trace(b, t);
 		if (!err)
 			err = release_cpu(b, t);
 		t->state = TS_INFLIGHT;
