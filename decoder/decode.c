@@ -367,21 +367,51 @@ static enum pt_insn_class classify(const uint8_t *p, size_t n, enum pt_exec_mode
 	}
 }
 
+/* The bytes of the pending branch instruction; returns how many, 0 if unreadable. */
+static size_t pending_bytes(struct ptd_stream *s, uint8_t *buf)
+{
+	struct pending_branch *p = &s->pend;
+	int n;
+
+	if (p->size) {
+		memcpy(buf, p->raw, p->size);
+		return p->size;
+	}
+	n = pt_iscache_read(s->o.images->iscache, buf, pt_max_insn_size, p->isid, p->ip);
+	return n > 0 ? (size_t)n : 0;
+}
+
 static enum pt_insn_class pending_class(struct ptd_stream *s)
 {
 	struct pending_branch *p = &s->pend;
 	uint8_t buf[pt_max_insn_size];
-	int n;
+	size_t n;
 
 	if (p->iclass != ptic_error)
 		return p->iclass;
-	if (p->size) {
-		p->iclass = classify(p->raw, p->size, p->mode);
-		return p->iclass;
-	}
-	n = pt_iscache_read(s->o.images->iscache, buf, sizeof(buf), p->isid, p->ip);
-	p->iclass = n > 0 ? classify(buf, (size_t)n, p->mode) : ptic_other;
+	n = pending_bytes(s, buf);
+	p->iclass = n ? classify(buf, n, p->mode) : ptic_other;
 	return p->iclass;
+}
+
+/*
+ * Where a far call (syscall, int) returns to: the next instruction, 0 when its length
+ * is not known. Tells a syscall's return from a signal handler's entry.
+ */
+static uint64_t far_call_next(struct ptd_stream *s)
+{
+	uint8_t buf[pt_max_insn_size];
+	size_t n = pending_bytes(s, buf), i;
+
+	for (i = 0; i < n && (buf[i] == 0x66 || buf[i] == 0x67 || buf[i] == 0xf2 ||
+			      buf[i] == 0xf3 || (buf[i] & 0xf0) == 0x40); i++)
+		;
+	if (i < n && (buf[i] == 0xcc || buf[i] == 0xce || buf[i] == 0xf1))
+		return s->pend.ip + i + 1;
+	if (i + 1 < n && (buf[i] == 0xcd || (buf[i] == 0x0f && (buf[i + 1] == 0x05 ||
+								buf[i + 1] == 0x34))))
+		return s->pend.ip + i + 2;
+	return 0;
 }
 
 /*
@@ -494,7 +524,9 @@ static void on_block(struct ptd_stream *s, const struct pt_block *b)
 	}
 }
 
-static void stop_tracing(struct ptd_stream *s, enum cs_stop_reason why, uint64_t ip)
+/* Tracing stopped after `ip`; it would go on at `next` (0: unknown) if nothing intervened. */
+static void stop_tracing(struct ptd_stream *s, enum cs_stop_reason why, uint64_t ip,
+			 uint64_t next)
 {
 	struct ptd_event *ev;
 
@@ -502,6 +534,7 @@ static void stop_tracing(struct ptd_stream *s, enum cs_stop_reason why, uint64_t
 	ev = emit(s, PTD_STOP, now(s));
 	if (ev) {
 		ev->from = ip;
+		ev->to = next;
 		ev->reason = (uint16_t)why;
 	}
 }
@@ -552,9 +585,11 @@ static int on_event(struct ptd_stream *s, const struct pt_event *e)
 			return 0;
 		}
 		cls = s->pend.valid ? pending_class(s) : ptic_other;
+		if (cls == ptic_far_call)
+			stop_tracing(s, CS_STOP_SYSCALL, s->last_ip, far_call_next(s));
+		else
+			stop_tracing(s, CS_STOP_UNTRACED, s->last_ip, 0);
 		s->pend.valid = false;
-		stop_tracing(s, cls == ptic_far_call ? CS_STOP_SYSCALL : CS_STOP_UNTRACED,
-			     s->last_ip);
 		return 0;
 
 	case ptev_async_disabled:
@@ -563,7 +598,7 @@ static int on_event(struct ptd_stream *s, const struct pt_event *e)
 			s->xol = false;
 			return 0;
 		}
-		stop_tracing(s, CS_STOP_UNTRACED, s->last_ip);
+		stop_tracing(s, CS_STOP_UNTRACED, s->last_ip, e->variant.async_disabled.at);
 		return 0;
 
 	case ptev_async_branch:
@@ -593,7 +628,7 @@ static int on_event(struct ptd_stream *s, const struct pt_event *e)
 
 	case ptev_stop:
 		s->pend.valid = false;
-		stop_tracing(s, CS_STOP_UNTRACED, s->last_ip);
+		stop_tracing(s, CS_STOP_UNTRACED, s->last_ip, 0);
 		return 0;
 
 	default:

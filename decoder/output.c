@@ -41,6 +41,12 @@ struct seen_thread {
 	struct frame *stack;	/* calls not yet returned, outermost first */
 	uint32_t depth;		/* frames in stack */
 	uint32_t lost;		/* calls deeper than SHADOW_MAX_DEPTH, not kept */
+	/* signal delivery (see signal_fixup()) */
+	uint64_t resume;	/* where the last stop would have gone on, 0: unknown */
+	int32_t resume_as;	/* in this address space */
+	bool stopped;		/* tracing is stopped (resume is valid) */
+	uint8_t nr_sig;		/* handlers entered and not returned from */
+	uint64_t sig[8];	/* where each returns to (the interrupted code) */
 };
 
 struct ptd_output {
@@ -382,33 +388,116 @@ static int calls_event(struct ptd_output *o, const struct ptd_event *ev)
 	return 0;
 }
 
+static bool func_entry(struct ptd_output *o, int as, uint64_t ip)
+{
+	uint64_t start, end;
+
+	return !symbols__func_range(o->o.symbols, as, ip, &start, &end) && start == ip;
+}
+
+static bool shadow_returns_to(const struct seen_thread *t, uint64_t to)
+{
+	uint32_t i;
+
+	for (i = 0; i < t->depth; i++)
+		if (to > t->stack[i].from && to - t->stack[i].from <= 15)
+			return true;
+	return false;
+}
+
+/*
+ * Signals, for the call-stack builder. The kernel enters a handler where tracing
+ * resumes: not where the stopped code would go on, and at a function's entry. That is
+ * a call, made from the interrupted point; the handler returns into the signal
+ * trampoline (__restore_rt), which no frame expects, and that return goes back to the
+ * interrupted point. A longjmp out of a handler (a jump into a function's body) or a
+ * decode error forgets the handlers. Exec is no signal: the address space changes.
+ * Sets *call to a call event to pass on after `ev` (which it may rewrite).
+ */
+static void signal_fixup(struct ptd_output *o, struct seen_thread *t, struct ptd_event *ev,
+			 struct ptd_event *call, bool *have_call)
+{
+	*have_call = false;
+	switch (ev->kind) {
+	case PTD_STOP:
+		t->stopped = true;
+		t->resume = ev->to;
+		t->resume_as = (int32_t)ev->asid;
+		return;
+	case PTD_START:
+		if (t->stopped && t->resume && ev->to != t->resume &&
+		    (int32_t)ev->asid == t->resume_as && func_entry(o, (int)ev->asid, ev->to)) {
+			*call = *ev;
+			call->kind = PTD_CALL;
+			call->from = t->resume - 1;
+			*have_call = true;
+			if (t->nr_sig < sizeof(t->sig) / sizeof(t->sig[0]))
+				t->sig[t->nr_sig++] = t->resume;
+		}
+		t->stopped = false;
+		return;
+	case PTD_RETURN:
+		if (t->nr_sig && !shadow_returns_to(t, ev->to))
+			ev->to = t->sig[--t->nr_sig];
+		return;
+	case PTD_JUMP:
+		if (t->nr_sig && !func_entry(o, (int)ev->asid, ev->to))
+			t->nr_sig = 0;
+		return;
+	case PTD_ERROR:
+	case PTD_OVERFLOW:
+		t->nr_sig = 0;
+		t->stopped = false;
+		return;
+	default:
+		return;
+	}
+}
+
+/* A control-flow event of thread t: the summary, then the output. */
+static int deliver(struct ptd_output *o, struct seen_thread *t, const struct ptd_event *ev)
+{
+	int err = note_slowest(o, t, ev);
+
+	if (err)
+		return err;
+	return o->cs ? cs_event(o, ev) : calls_event(o, ev);
+}
+
 static int sink_event(void *ctx, const struct ptd_event *ev)
 {
 	struct ptd_output *o = ctx;
+	struct ptd_event e, call;
 	struct seen_thread *t;
+	bool have_call = false;
 	int err;
 
-	if (ev->kind != PTD_COMM && ev->kind != PTD_TRIGGER && ev->kind < PTD_SWITCH_IN) {
-		if (!o->first_time || ev->time < o->first_time)
-			o->first_time = ev->time;
-		if (ev->time > o->last_time)
-			o->last_time = ev->time;
-		t = seen_add(o, ev->pid, ev->tid);
-		if (!t)
-			return -ENOMEM;
-		err = note_slowest(o, t, ev);
+	if (ev->kind == PTD_COMM || ev->kind == PTD_TRIGGER || ev->kind >= PTD_SWITCH_IN) {
+		/* the marker lands in a decoded flow if its thread has events before it */
+		if (ev->kind == PTD_TRIGGER && seen_has(o, ev->pid, ev->tid))
+			o->trigger_placed = true;
+		return o->cs ? cs_event(o, ev) : calls_event(o, ev);
+	}
+	if (!o->first_time || ev->time < o->first_time)
+		o->first_time = ev->time;
+	if (ev->time > o->last_time)
+		o->last_time = ev->time;
+	t = seen_add(o, ev->pid, ev->tid);
+	if (!t)
+		return -ENOMEM;
+	if (pid_get(o, ev->pid) != (int)ev->asid) {
+		err = pid_set(o, ev->pid, (int)ev->asid);
 		if (err)
 			return err;
-		if (pid_get(o, ev->pid) != (int)ev->asid) {
-			err = pid_set(o, ev->pid, (int)ev->asid);
-			if (err)
-				return err;
-		}
 	}
-	/* the marker lands in a decoded flow if its thread has events before it */
-	if (ev->kind == PTD_TRIGGER && seen_has(o, ev->pid, ev->tid))
-		o->trigger_placed = true;
-	return o->cs ? cs_event(o, ev) : calls_event(o, ev);
+	/* the calls format shows the decoder's events as they are, for diffing with perf */
+	e = *ev;
+	if (o->cs)
+		signal_fixup(o, t, &e, &call, &have_call);
+	err = deliver(o, t, &e);
+	if (!err && have_call)
+		err = deliver(o, t, &call);
+	return err;
 }
 
 int ptd_output_open(const struct ptd_output_opts *oo, struct ptd_output **out,

@@ -33,7 +33,9 @@ enum ptd_kind {
 	PTD_RETURN,		/* near return at `from` landed at `to` */
 	PTD_JUMP,		/* a jump at `from` left its function for `to` */
 	PTD_START,		/* tracing (re)started at `to` */
-	PTD_STOP,		/* tracing stopped; `from` is the last instruction, `reason` why */
+	PTD_STOP,		/* tracing stopped; `from` is the last instruction, `reason` why,
+				 * `to` where the program goes on if nothing else (signal
+				 * delivery, exec) intervenes, 0 if unknown */
 	PTD_ERROR,		/* decode error `code` at trace `offset`, last ip `from` */
 	PTD_OVERFLOW,		/* OVF at trace `offset`; tracing resumed at `to` (0: no) */
 	PTD_SWITCH_IN,		/* the thread was scheduled in on this CPU */

@@ -53,7 +53,10 @@ struct session {
 	size_t nr_names, cap_names;
 	struct queue *queues;
 	size_t nr_queues;
-	struct { uint32_t tid, pid; } *tids;	/* tid -> pid, from the sideband */
+	struct {
+		uint32_t tid, pid;	/* tid -> pid, from the sideband */
+		int32_t name;		/* its COMM (index in names), -1 if none yet */
+	} *tids;
 	size_t nr_tids, cap_tids;
 	struct pt_config config;
 	struct ptd_clock clock;
@@ -199,8 +202,41 @@ static int note_tid(struct session *ss, uint32_t pid, uint32_t tid)
 	if (grow((void **)&ss->tids, &ss->cap_tids, ss->nr_tids, sizeof(*ss->tids)))
 		return -ENOMEM;
 	ss->tids[ss->nr_tids].tid = tid;
+	ss->tids[ss->nr_tids].name = -1;
 	ss->tids[ss->nr_tids++].pid = pid;
 	return 0;
+}
+
+static int32_t *name_of(struct session *ss, uint32_t tid)
+{
+	size_t i;
+
+	for (i = ss->nr_tids; i-- > 0;)
+		if (ss->tids[i].tid == tid)
+			return &ss->tids[i].name;
+	return NULL;
+}
+
+/* A new thread or process has its parent's name until it sets its own (perf does so). */
+static int on_fork(struct session *ss, const struct pd_record *r, uint64_t t)
+{
+	int32_t *parent, *child;
+	int err;
+
+	err = note_tid(ss, r->task.pid, r->task.tid);
+	if (err)
+		return err;
+	if (r->task.pid != r->task.ppid && ptd_aspace_find(&ss->im, r->task.pid, t) < 0) {
+		err = ptd_aspace_fork(&ss->im, r->task.ppid, r->task.pid, t);
+		if (err < 0)
+			return err;
+	}
+	parent = name_of(ss, r->task.ptid);
+	child = name_of(ss, r->task.tid);
+	if (!parent || *parent < 0 || !child || *child >= 0)
+		return 0;
+	*child = *parent;
+	return add_extra(ss, PTD_COMM, t, r->task.pid, r->task.tid, *parent);
 }
 
 static uint32_t pid_of(const struct session *ss, uint32_t tid)
@@ -258,6 +294,7 @@ static int on_comm(struct session *ss, const struct pd_record *r, uint64_t t)
 	if (grow((void **)&ss->names, &ss->cap_names, ss->nr_names, sizeof(*ss->names)))
 		return -ENOMEM;
 	ss->names[ss->nr_names] = r->comm.comm;
+	*name_of(ss, r->comm.tid) = (int32_t)ss->nr_names;
 	return add_extra(ss, PTD_COMM, t, r->comm.pid, r->comm.tid, (int32_t)ss->nr_names++);
 }
 
@@ -322,12 +359,7 @@ static int read_sideband(struct session *ss)
 			err = on_comm(ss, r, t);
 			break;
 		case PERF_RECORD_FORK:
-			err = note_tid(ss, r->task.pid, r->task.tid);
-			if (!err && r->task.pid != r->task.ppid &&
-			    ptd_aspace_find(&ss->im, r->task.pid, t) < 0)
-				err = ptd_aspace_fork(&ss->im, r->task.ppid, r->task.pid, t);
-			if (err > 0)
-				err = 0;
+			err = on_fork(ss, r, t);
 			break;
 		case PERF_RECORD_ITRACE_START:
 			err = note_tid(ss, r->itrace_start.pid, r->itrace_start.tid);

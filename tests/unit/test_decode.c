@@ -228,7 +228,8 @@ static void test_raw_calls(void **state)
 	expect(s + 2, "return", CODE_BASE + 0x10, CODE_BASE + 5);
 	expect(s + 3, "call", CODE_BASE + 5, CODE_BASE + 0x10);
 	expect(s + 4, "return", CODE_BASE + 0x10, CODE_BASE + 0xa);
-	expect(s + 5, "stop", CODE_BASE + 0xa, 0);
+	/* the syscall would return to the next instruction */
+	expect(s + 5, "stop", CODE_BASE + 0xa, CODE_BASE + 0xc);
 	assert_int_equal(nr_evs, s + 6);
 	assert_int_equal(evs[s].pid, 1);
 	assert_int_equal(st.insns, 5);
@@ -573,7 +574,8 @@ static void test_capture_uprobe_xol(void **state)
 	assert_int_equal(st.syncs, 1);
 	i = find("call", 0);
 	expect(i, "call", CODE_BASE, CODE_BASE + 0x10);
-	expect(i + 1, "stop", CODE_BASE, 0);
+	/* the int3 stopped tracing where the probed instruction would run */
+	expect(i + 1, "stop", CODE_BASE, CODE_BASE + 0x10);
 	/* one gap: resumed in the program, nothing of the [uprobes] page shows */
 	expect(i + 2, "start", 0, CODE_BASE + 5);
 	expect(i + 3, "call", CODE_BASE + 5, CODE_BASE + 0x10);

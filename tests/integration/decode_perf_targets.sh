@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# ptbpf's decoder against perf's on real programs: each target of tests/targets/ is
+# captured by the singlestep backend (software PT of every instruction it runs, in a
+# perf.data that perf reads), then decoded by both. Per thread, ptbpf's calls and
+# returns (--format calls) must equal `perf script --itrace=cr`'s, line for line: no
+# difference is allowed, so none is explained here. What the two print differently
+# and this comparison leaves out: jumps that leave a function (tail calls, PLT stubs,
+# longjmp) are events for ptbpf and not `cr` lines for perf; a return into the
+# [uprobes] trampoline (uretprobes; no probes here) is, for ptbpf, a return to the
+# real return address. The FXT of each must pass fxtcheck --strict and show what the
+# program does.
+#   recurse     recursion, calls through a table of function pointers, a jump table
+#   sigjmp      setjmp/longjmp out of a recursion, signal handlers (sync and async),
+#               siglongjmp out of a handler
+#   cxxexc      C++ exceptions thrown through frames (static-pie)
+#   vdso_clock  clock_gettime through the vDSO in a loop (dynamic: ld.so, PLT)
+#   threads     two threads besides main on two virtual CPUs
+#   tailcall    a -O2 sibling call (jmp leaf)
+. "$(dirname "$0")/decode_common.inc"
+
+T=$BUILD/targets
+[ -x "$T/recurse" ] || skip "targets not built"
+
+# capture NAME: a singlestep capture of $T/NAME in $TMP/NAME.data
+capture() {
+	timeout 600 "$PTBPF" --backend singlestep --keep-capture="$TMP/$1.data" --decode=no -- \
+		"$T/$1" >"$TMP/$1.run" 2>&1
+}
+capture recurse || {
+	if grep -qiE "ptrace|not permitted|not supported" "$TMP/recurse.run"; then
+		skip "the singlestep backend cannot run here: $(tail -1 "$TMP/recurse.run")"
+	fi
+	cat "$TMP/recurse.run"
+	fail "singlestep capture of recurse"
+}
+have_perf=1
+command -v perf >/dev/null || have_perf=0
+
+# check NAME: decode, compare with perf, validate the FXT; stacks in $TMP/NAME.stacks
+check() {
+	local name=$1
+	[ -f "$TMP/$name.data" ] || capture "$name" || { cat "$TMP/$name.run"; fail "capture $name"; }
+	"$PTBPF" decode "$TMP/$name.data" --format calls -o "$TMP/$name.calls" --stats \
+		2>"$TMP/$name.stats" || { cat "$TMP/$name.stats"; fail "$name: ptbpf decode"; }
+	[ "$(figure errors "$TMP/$name.stats")" = 0 ] || fail "$name: decode errors"
+	printf '%-11s %7s instructions, %s threads: ' "$name" \
+		"$(figure instructions "$TMP/$name.stats")" "$(figure threads "$TMP/$name.stats")"
+	if [ $have_perf = 1 ]; then
+		perf script -i "$TMP/$name.data" --itrace=cr -F tid,flags,ip,addr \
+			>"$TMP/$name.perf" 2>"$TMP/$name.perf.err" || fail "$name: perf script"
+		"$PYTHON" "$(dirname "$0")/perf_calls.py" "$TMP/$name.perf" "$TMP/$name.calls" \
+			>"$TMP/$name.cmp" || { cat "$TMP/$name.cmp"; fail "$name: differs from perf"; }
+		head -1 "$TMP/$name.cmp"
+	else
+		echo "(perf not installed: no comparison)"
+	fi
+	"$PTBPF" decode "$TMP/$name.data" -o "$TMP/$name.fxt" -j 2 || fail "$name: decode to FXT"
+	fxt_ok "$TMP/$name.fxt"
+	"$PYTHON" "$FXTCHECK" --stacks "$TMP/$name.fxt" >"$TMP/$name.stacks"
+}
+
+# has NAME REGEX WHAT: a slice matching REGEX in NAME's stacks
+has() {
+	grep -qE "$2" "$TMP/$1.stacks" || fail "$1: $3"
+}
+
+check recurse
+has recurse '^[0-9]+ main ' "no main"
+depth=$(awk '$2 == "fib" && $1 > m { m = $1 } END { print m + 0 }' "$TMP/recurse.stacks")
+base=$(awk '$2 == "fib" { print $1; exit }' "$TMP/recurse.stacks")
+[ $((depth - base)) -ge 6 ] || fail "recurse: fib nests $((depth - base)) deep, expected >= 6"
+for f in op_add op_sub op_mul op_xor dispatch; do
+	has recurse " $f " "no $f (called through a pointer / jump table)"
+done
+
+check sigjmp
+for f in deep on_usr1 on_alarm on_usr2 __libc_siglongjmp; do
+	has sigjmp " $f " "no $f"
+done
+# longjmp unwinds: the recursion starts at the same depth every time
+[ "$(awk '$2 == "deep" && prev != "deep" { print $1 } { prev = $2 }' "$TMP/sigjmp.stacks" |
+	sort -u | wc -l)" = 1 ] || fail "sigjmp: deep() does not restart at one depth after longjmp"
+
+check cxxexc
+for f in 'level1\(int\)' 'level3\(int\)' __cxa_throw _Unwind_RaiseException; do
+	has cxxexc " $f" "no $f"
+done
+
+check vdso_clock
+has vdso_clock " __vdso_clock_gettime " "the vDSO's clock_gettime is not named (vDSO bytes)"
+has vdso_clock " clock_gettime@plt " "no PLT entry"
+
+check threads
+[ "$(grep -c '^# thread pid=.* name=threads' "$TMP/threads.stacks")" = 3 ] ||
+	{ grep '^# thread' "$TMP/threads.stacks"; fail "threads: not 3 named threads"; }
+
+check tailcall
+grep -qE " jump .* leaf$" "$TMP/tailcall.calls" || fail "tailcall: no jump into leaf"
+# leaf replaces middle: same depth, leaf right after middle
+awk '$2 == "middle" { d = $1; getline; if ($2 != "leaf" || $1 != d) bad = 1; n++ }
+     END { exit bad || !n }' "$TMP/tailcall.stacks" || fail "tailcall: leaf is not middle's sibling"
+
+# Output does not depend on the number of decoder threads.
+"$PTBPF" decode "$TMP/threads.data" --format text -o "$TMP/j1.txt" -j 1 || fail "-j 1"
+"$PTBPF" decode "$TMP/threads.data" --format text -o "$TMP/j2.txt" -j 2 || fail "-j 2"
+"$PTBPF" decode "$TMP/threads.data" --format text -o "$TMP/j8.txt" -j 8 || fail "-j 8"
+cmp -s "$TMP/j1.txt" "$TMP/j2.txt" && cmp -s "$TMP/j1.txt" "$TMP/j8.txt" ||
+	fail "threads: output differs between -j 1, 2 and 8"
+echo "6 targets: calls and returns equal to perf script's, FXT valid, same for any -j"
