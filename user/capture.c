@@ -215,7 +215,10 @@ int cmd_capture(struct capture_opts *opts)
 	struct stat st;
 	int err, ret = 1;
 
-	err = opts->cmd ? target__spawn(opts->cmd, &target) : target__attach_pid(opts->pid, &target);
+	if (opts->cmd)
+		err = target__spawn(opts->cmd, &target);
+	else
+		err = target__attach_pid(opts->pid, &target);
 	if (err) {
 		ret = err == -ENOMEM ? 1 : 2;
 		goto cleanup;

@@ -109,7 +109,7 @@ struct ss_thread {
 	struct ss_insn step_insn;
 	bool step_known;		/* step_insn is valid */
 	bool in_syscall;		/* inside a system call: the next TRAP_BRKPT ends it */
-	bool syscall_unencoded;		/* the syscall instruction at step_ip is not encoded yet */
+	bool syscall_unencoded;		/* the syscall at step_ip is not encoded yet */
 	long sysno;			/* its number, -1 */
 	unsigned long sysarg0;		/* its first argument */
 	int injected;			/* signal delivered with the resume, 0 if none */
@@ -118,7 +118,7 @@ struct ss_thread {
 	int early_status;
 	bool has_early;
 	bool unwanted;			/* a process --follow-forks did not ask for: detach */
-	int last_cpu;			/* where its last instruction was encoded, -1 if none */
+	int last_cpu;			/* CPU of its last encoded instruction, -1 if none */
 	uint64_t last_time;		/* and when */
 };
 
@@ -609,8 +609,8 @@ static int step_done(struct backend *b, struct ss_thread *t, uint64_t ip, uint64
 		}
 		if (!m || next <= ip || next - ip > SS_INSN_MAX_LEN) {
 			if (!b->warned_unknown)
-				elog("singlestep: thread %d: cannot decode the instruction at %#" PRIx64
-				     "; the trace has a gap there\n", t->tid, ip);
+				elog("singlestep: thread %d: cannot decode the instruction at "
+				     "%#" PRIx64 "; the trace has a gap there\n", t->tid, ip);
 			b->warned_unknown = true;
 			return async_disable(b, t, ip);
 		}
@@ -686,7 +686,8 @@ static bool is_probe_step(struct ss_thread *t, const siginfo_t *si)
 	return ss_mm__read(t->step_mm, t->step_ip, &file_byte, 1) == 1 && file_byte != 0xcc;
 }
 
-static void thread_ready(struct backend *b, struct ss_thread *t, const struct user_regs_struct *regs)
+static void thread_ready(struct backend *b, struct ss_thread *t,
+			 const struct user_regs_struct *regs)
 {
 	t->state = TS_STOPPED;
 	t->ip = regs->rip;
@@ -723,7 +724,8 @@ static int thread_gone(struct backend *b, struct ss_thread *t, bool reaped, int 
 	if (!err)
 		err = release_cpu(b, t);
 	if (!err)
-		err = ss_sb__exit(b->sb, t->proc->pid, t->proc->ppid, t->tid, t->ptid, sb_time(b), 0);
+		err = ss_sb__exit(b->sb, t->proc->pid, t->proc->ppid, t->tid, t->ptid, sb_time(b),
+				  0);
 	t->state = TS_GONE;
 	b->nr_live--;
 	if (reaped && b->target && t->tid == b->target->pid && b->target->spawned)
@@ -911,7 +913,7 @@ static int handle_stop(struct backend *b, struct ss_thread *t, int status)
 			return err;
 		case TRAP_UNK:
 			if (t->injected) {
-				/* Stopped at the handler's entry: the signal interrupted step_ip. */
+				/* At the handler's entry: the signal interrupted step_ip. */
 				err = async_disable(b, t, t->step_ip);
 				t->injected = 0;
 				t->maybe_restart = false;
@@ -927,7 +929,8 @@ static int handle_stop(struct backend *b, struct ss_thread *t, int status)
 				 * The kernel maps [uprobes] at the first hit; its MMAP2 goes here,
 				 * as the kernel's would, not when a return first runs into it.
 				 */
-				err = ss_mm__has_uprobes(t->step_mm) ? 0 : ss_mm__refresh(t->step_mm);
+				err = ss_mm__has_uprobes(t->step_mm) ? 0 :
+								       ss_mm__refresh(t->step_mm);
 				if (err < 0)
 					return err;
 				err = step_done(b, t, t->step_ip, regs.rip);
@@ -1049,7 +1052,8 @@ static int schedule(struct backend *b)
 		if (t && b->runq_len) {
 			if (t->state == TS_INFLIGHT && mono_ns() - t->resumed_ns >= SS_BLOCKED_NS) {
 				/* Blocked in the kernel: its syscall ran; give the CPU away. */
-				err = t->in_syscall ? encode_syscall(b, t) : async_disable(b, t, t->step_ip);
+				err = t->in_syscall ? encode_syscall(b, t) :
+						      async_disable(b, t, t->step_ip);
 				if (!err)
 					err = switch_out(b, c, false);
 			} else if (t->state == TS_STOPPED && !t->quantum) {
@@ -1163,12 +1167,34 @@ out:
 
 /* ---- attach, detach ---- */
 
+/* The tracer of thread `tid` (TracerPid in /proc), 0 if none. */
+static pid_t tracer_of(pid_t tid)
+{
+	char path[64], line[128];
+	int pid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", tid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "TracerPid: %d", &pid) == 1)
+			break;
+	fclose(f);
+	return pid;
+}
+
 static int seize(struct backend *b, pid_t tid, bool interrupt)
 {
 	if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)b->ptrace_opts)) {
 		int err = -errno;
+		pid_t tracer = err == -EPERM ? tracer_of(tid) : 0;
 
-		if (err != -ESRCH)
+		if (tracer)
+			elog("cannot trace thread %d: process %d (a debugger?) already traces it\n",
+			     tid, tracer);
+		else if (err != -ESRCH)
 			elog("cannot trace thread %d: ptrace: %s%s\n", tid, strerror(-err),
 			     err == -EPERM ? " (see ptbpf doctor: ptrace)" : "");
 		return err;
@@ -1288,11 +1314,10 @@ static void let_go(struct backend *b, struct ss_thread *t)
 				sig = WSTOPSIG(status);
 			if (event == PTRACE_EVENT_CLONE || event == PTRACE_EVENT_FORK ||
 			    event == PTRACE_EVENT_VFORK) {
-				struct ss_thread *c;
-
+				/* A new TS_NEW thread: the loop of detach_all() lets it go. */
 				if (!ptrace(PTRACE_GETEVENTMSG, t->tid, NULL, &msg) &&
-				    !thread_find(b, (pid_t)msg) && (c = thread_new(b, (pid_t)msg, NULL)))
-					c->state = TS_NEW;	/* detached by the loop of detach_all() */
+				    !thread_find(b, (pid_t)msg))
+					thread_new(b, (pid_t)msg, NULL);
 			}
 		}
 		stopped = false;
@@ -1353,6 +1378,11 @@ static int ss_open(const struct capture_opts *opts, struct target *target, struc
 	sigset_t chld;
 	int c, err;
 
+	if (opts->kernel) {
+		elog("--kernel: the singlestep backend sees user space only (ptrace steps user "
+		     "instructions); kernel tracing needs --backend pt\n");
+		return -EOPNOTSUPP;
+	}
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;

@@ -22,14 +22,14 @@ struct ss_enc {
 	uint8_t *ring;
 	uint64_t total;			/* bytes ever written; head = total & (size - 1) */
 	uint64_t since_psb;		/* bytes written since the last PSB started */
-	struct pt_encoder *pte;		/* libipt encoder writing one packet into `scratch` */
+	struct pt_encoder *pte;		/* libipt encoder: one packet into `scratch` */
 	uint8_t scratch[64];
-	uint64_t last_ip;		/* IP compression reference: last FUP/TIP* IP, 0 after PSB */
+	uint64_t last_ip;		/* IP compression: last FUP/TIP* IP, 0 after PSB */
 	uint64_t tnt;			/* pending TNT bits, oldest in the highest position */
 	uint8_t tnt_bits;
 	bool enabled;			/* PacketEn: between TIP.PGE and TIP.PGD */
 	bool need_sync;			/* next enable is preceded by PSB+ */
-	uint64_t last_period;		/* CTC >> mtc_freq when time was last put in the trace */
+	uint64_t last_period;		/* CTC >> mtc_freq at the last time packet */
 	uint64_t last_tsc;		/* TSC of the last PSB+ */
 	uint64_t cur_tsc;		/* time of the instruction being encoded */
 	uint64_t cyc_ref;		/* time the last CYC (or TSC) accounted up to */

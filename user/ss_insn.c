@@ -8,7 +8,7 @@
 
 struct ss_dis {
 	csh cs;
-	cs_insn *insn;		/* capstone's scratch for cs_disasm_iter(), no allocation per call */
+	cs_insn *insn;		/* scratch for cs_disasm_iter(): no allocation per call */
 };
 
 int ss_dis__new(struct ss_dis **out)

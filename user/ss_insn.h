@@ -24,7 +24,7 @@ enum ss_insn_class {
 	SS_INSN_CALL,		/* direct near call: no packet; return compression pushes */
 	SS_INSN_CALL_IND,	/* indirect near call: TIP; return compression pushes */
 	SS_INSN_RET,		/* near ret: a taken TNT bit if compressed, else TIP */
-	SS_INSN_SYSCALL,	/* syscall, sysenter, int n, int3, into: enters the kernel, TIP.PGD */
+	SS_INSN_SYSCALL,	/* syscall, sysenter, int n, int3, into: to the kernel, TIP.PGD */
 	SS_INSN_FAR,		/* far jmp/call/ret, iret staying in user space: TIP */
 	SS_INSN_INVALID,	/* not an instruction capstone knows */
 };
@@ -32,7 +32,7 @@ enum ss_insn_class {
 struct ss_insn {
 	uint8_t len;		/* bytes, 1..15; 0 when invalid */
 	uint8_t cls;		/* enum ss_insn_class */
-	bool call_next;		/* direct call to the next instruction (PIC thunk): not pushed */
+	bool call_next;		/* call to the next instruction (PIC thunk): not pushed */
 };
 
 struct ss_dis;

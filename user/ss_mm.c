@@ -547,7 +547,8 @@ int ss_mm__learn_uprobes(struct ss_mm *mm, uint64_t ip, const struct ss_insn *in
 	if (!insn->len || insn->len > SS_INSN_MAX_LEN || off + insn->len > PAGE ||
 	    (insn->cls == SS_INSN_SYSCALL && insn->len != 2) ||
 	    (insn->cls == SS_INSN_RET && insn->len != 1) ||
-	    (insn->cls != SS_INSN_OTHER && insn->cls != SS_INSN_SYSCALL && insn->cls != SS_INSN_RET))
+	    (insn->cls != SS_INSN_OTHER && insn->cls != SS_INSN_SYSCALL &&
+	     insn->cls != SS_INSN_RET))
 		return -EINVAL;
 	err = page_keep(mm, ip & ~(PAGE - 1), false, &pg);
 	if (err)

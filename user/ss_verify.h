@@ -48,6 +48,7 @@ struct ss_verify_result {
  */
 int ss_verify__check(struct ss_verify *v, int cpu, const struct ss_enc_config *cfg,
 		     const uint8_t *buf, size_t len, uint64_t offset,
-		     const struct ss_psb_mark *marks, size_t nr_marks, struct ss_verify_result *res);
+		     const struct ss_psb_mark *marks, size_t nr_marks,
+		     struct ss_verify_result *res);
 
 #endif /* PTBPF_SS_VERIFY_H */

@@ -74,4 +74,25 @@ check_bad "no such pid" -p 4194305
 check_bad "no such command" -- /nonexistent/program
 check_bad "not executable" -- /etc/hostname
 check_bad "bad cpus" --cpus 0 -- "$TARGETS/recurse"
+check_bad "kernel tracing" --kernel -- "$TARGETS/recurse"
+# A process someone else already traces (PTRACE_SEIZE from python's ctypes).
+"$TARGETS/ticker" 3 >/dev/null &
+TP=$!
+BG_PIDS+=("$TP")
+"${PYTHON:-python3}" -c '
+import ctypes, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.ptrace(0x4206, int(sys.argv[1]), None, None):   # PTRACE_SEIZE
+	sys.exit(1)
+print("seized", flush=True)
+time.sleep(4)' "$TP" >"$TMP/holder.out" &
+HP=$!
+BG_PIDS+=("$HP")
+for i in $(seq 1 50); do
+	grep -q seized "$TMP/holder.out" && break
+	sleep 0.1
+done
+grep -q seized "$TMP/holder.out" || fail "could not make a tracer for the test"
+check_bad "already traced" -p "$TP"
+grep -q 'already traces it' "$TMP/bad.err" || fail "already traced: $(cat "$TMP/bad.err")"
 echo "attach, Ctrl-C, kill, bad input: no target left stopped or traced"

@@ -65,7 +65,8 @@ static void encode_step(struct ss_enc *e, const struct step *s, uint64_t tsc)
 {
 	struct ss_insn insn;
 
-	assert_int_equal(ss_dis__decode(dis, ss_testprog_code + (s->ip - BASE), 15, s->ip, &insn), 0);
+	assert_int_equal(ss_dis__decode(dis, ss_testprog_code + (s->ip - BASE), 15, s->ip, &insn),
+			 0);
 	assert_int_equal(ss_enc__begin(e, s->ip, tsc), 0);
 	assert_int_equal(ss_enc__end(e, &insn, s->ip, s->next), 0);
 }

@@ -74,7 +74,8 @@ static void test_insn_matches_memory(void **state)
 	assert_int_equal(ss_mm__new(getpid(), 0, NULL, NULL, &mm), 0);
 	for (i = 0; i < 8; i++) {
 		assert_int_equal(ss_mm__insn(mm, dis, ip, &a), 0);
-		assert_int_equal(ss_dis__decode(dis, (const uint8_t *)(uintptr_t)ip, 15, ip, &b), 0);
+		assert_int_equal(ss_dis__decode(dis, (const uint8_t *)(uintptr_t)ip, 15, ip, &b),
+				 0);
 		assert_int_equal(a.len, b.len);
 		assert_int_equal(a.cls, b.cls);
 		assert_int_equal(ss_mm__read(mm, ip, buf, sizeof(buf)), sizeof(buf));
@@ -102,7 +103,8 @@ static void test_anon_code_refresh(void **state)
 	nr_new_maps = 0;
 	assert_int_equal(ss_mm__new(getpid(), 0, count_map, NULL, &mm), 0);
 	nr_new_maps = 0;
-	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+		 0);
 	assert_true(p != MAP_FAILED);
 	memcpy(p, code, sizeof(code));
 	assert_int_equal(ss_mm__refresh(mm), 1);
