@@ -503,6 +503,18 @@ static void on_block(struct ptd_stream *s, const struct pt_block *b)
 
 	if (s->need_start && start_tracing(s, b->ip) < 0)
 		s->as = -1;
+	if (s->uret && !in_uprobes(s, b->ip)) {
+		/* out of the uretprobe trampoline: where the return really landed */
+		struct ptd_event *ev = emit(s, PTD_RETURN, s->uret_time);
+
+		if (ev) {
+			ev->from = s->uret_from;
+			ev->to = b->ip;
+		}
+		s->st.returns++;
+		s->uret = false;
+		s->pend.valid = false;
+	}
 	if (s->uret || s->xol) {
 		/* the trampoline's or a probed copy's branches are not the program's */
 		s->last_ip = b->end_ip;
@@ -553,8 +565,14 @@ static int on_event(struct ptd_stream *s, const struct pt_event *e)
 	}
 	switch (e->type) {
 	case ptev_enabled:
+		if (s->uret && in_uprobes(s, e->variant.enabled.ip)) {
+			/* back in the trampoline after its system call: its ret follows */
+			s->enabled = true;
+			s->need_start = false;
+			return 0;
+		}
 		if (s->uret) {
-			/* back from the uretprobe trampoline: the return landed here */
+			/* the system call returned past the trampoline: the return landed here */
 			s->uret = false;
 			s->pend.valid = false;
 			s->enabled = true;

@@ -34,16 +34,19 @@
 /*
  * The kernel's [uprobes] page, which no file backs and no process can read. Its first
  * bytes are the x86-64 uretprobe trampoline of Linux 6.11+ (arch/x86/kernel/uprobes.c):
- * push %rax, push %rcx, push %r11, mov $__NR_uretprobe,%rax, syscall, int3 (older
- * kernels: a lone int3; both end in a far transfer, all the decoder needs). The rest
- * holds the out-of-line copies of probed instructions, each executed alone and ended by
- * a single-step trap; we cannot know them, and fill the page with one-byte nops, so that
- * decoding walks from a slot to wherever the trap stopped tracing, with no error.
+ * push %rax, push %rcx, push %r11, mov $__NR_uretprobe,%rax, syscall, then pop %r11,
+ * pop %rcx, ret to the return address the system call left on the stack (the system
+ * call may also return there itself; older kernels have a lone int3: a far transfer
+ * too). The rest holds the out-of-line copies of probed instructions, each executed
+ * alone and ended by a single-step trap; we cannot know them, and fill the page with
+ * one-byte nops, so that decoding walks from a slot to wherever the trap stopped
+ * tracing, with no error.
  */
 #define UPROBES_PAGE 4096
 
 static const uint8_t uretprobe_trampoline[] = {
-	0x50, 0x51, 0x41, 0x53, 0x48, 0xc7, 0xc0, 0x4f, 0x01, 0x00, 0x00, 0x0f, 0x05, 0xcc,
+	0x50, 0x51, 0x41, 0x53, 0x48, 0xc7, 0xc0, 0x4f, 0x01, 0x00, 0x00, 0x0f, 0x05,
+	0x41, 0x5b, 0x59, 0xc3,
 };
 
 int ptd_errno(int pte)

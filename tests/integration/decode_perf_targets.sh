@@ -5,11 +5,12 @@
 # captured by the singlestep backend (software PT of every instruction it runs, in a
 # perf.data that perf reads), then decoded by both. Per thread, ptbpf's calls and
 # returns (--format calls) must equal `perf script --itrace=cr`'s, line for line: no
-# difference is allowed, so none is explained here. What the two print differently
-# and this comparison leaves out: jumps that leave a function (tail calls, PLT stubs,
-# longjmp) are events for ptbpf and not `cr` lines for perf; a return into the
-# [uprobes] trampoline (uretprobes; no probes here) is, for ptbpf, a return to the
-# real return address. The FXT of each must pass fxtcheck --strict and show what the
+# difference is allowed. What the two print differently and this comparison leaves
+# out: jumps that leave a function (tail calls, PLT stubs, longjmp) are events for
+# ptbpf and not `cr` lines for perf; a return into the [uprobes] trampoline (a
+# uretprobe'd function's) is, for ptbpf, a return to the real return address, and
+# perf, which cannot read that page, loses its trace there (compared below against
+# the unprobed run). The FXT of each must pass fxtcheck --strict and show what the
 # program does.
 #   recurse     recursion, calls through a table of function pointers, a jump table
 #   sigjmp      setjmp/longjmp out of a recursion, signal handlers (sync and async),
@@ -102,10 +103,35 @@ grep -qE " jump .* leaf$" "$TMP/tailcall.calls" || fail "tailcall: no jump into 
 awk '$2 == "middle" { d = $1; getline; if ($2 != "leaf" || $1 != d) bad = 1; n++ }
      END { exit bad || !n }' "$TMP/tailcall.stacks" || fail "tailcall: leaf is not middle's sibling"
 
+# Through the [uprobes] trampoline: every return of fib passes through it when fib has
+# a uretprobe (--latency-over above any call: it never fires, the snapshot is taken at
+# exit). ptbpf decodes each as a return to fib's caller, with no error and no resync, so
+# the sequence is the one perf prints for the same program without the probe; perf
+# itself cannot read the trampoline and loses its trace at each of them.
+timeout 600 "$PTBPF" --backend singlestep --uprobe "$T/recurse:fib" --latency-over 10s \
+	--keep-capture="$TMP/uret.data" --decode=no -- "$T/recurse" >"$TMP/uret.run" 2>&1 ||
+	{ cat "$TMP/uret.run"; fail "singlestep capture of recurse with a uretprobe on fib"; }
+"$PTBPF" decode "$TMP/uret.data" --format calls -o "$TMP/uret.calls" --stats \
+	2>"$TMP/uret.stats" || { cat "$TMP/uret.stats"; fail "uret: ptbpf decode"; }
+[ "$(figure errors "$TMP/uret.stats")" = 0 ] || fail "uret: decode errors in the trampoline"
+[ "$(figure syncs "$TMP/uret.stats")" = 1 ] || fail "uret: resyncs at the trampoline"
+grep -q " return .* 0x7ff" "$TMP/uret.calls" && fail "uret: a return into [uprobes] shows"
+if [ $have_perf = 1 ]; then
+	"$PYTHON" "$(dirname "$0")/perf_calls.py" "$TMP/recurse.perf" "$TMP/uret.calls" \
+		--one-thread >"$TMP/uret.cmp" || { cat "$TMP/uret.cmp"; fail "uret: differs"; }
+	printf '%-11s %7s instructions, 0 errors (perf loses its trace %s times): %s\n' uretprobe \
+		"$(figure instructions "$TMP/uret.stats")" \
+		"$(perf script -i "$TMP/uret.data" --itrace=cr 2>/dev/null | grep -c '=> *7ff')" \
+		"$(head -1 "$TMP/uret.cmp")"
+fi
+"$PTBPF" decode "$TMP/uret.data" -o "$TMP/uret.fxt" || fail "uret: decode to FXT"
+fxt_ok "$TMP/uret.fxt"
+
 # Output does not depend on the number of decoder threads.
 "$PTBPF" decode "$TMP/threads.data" --format text -o "$TMP/j1.txt" -j 1 || fail "-j 1"
 "$PTBPF" decode "$TMP/threads.data" --format text -o "$TMP/j2.txt" -j 2 || fail "-j 2"
 "$PTBPF" decode "$TMP/threads.data" --format text -o "$TMP/j8.txt" -j 8 || fail "-j 8"
 cmp -s "$TMP/j1.txt" "$TMP/j2.txt" && cmp -s "$TMP/j1.txt" "$TMP/j8.txt" ||
 	fail "threads: output differs between -j 1, 2 and 8"
-echo "6 targets: calls and returns equal to perf script's, FXT valid, same for any -j"
+echo "6 targets and a uretprobe'd one: calls and returns as perf script's, FXT valid," \
+	"same for any -j"

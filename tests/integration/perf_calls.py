@@ -3,9 +3,11 @@
 """Compare per-thread call/return sequences of `perf script --itrace=cr -F tid,flags,ip,addr`
 and of `ptbpf decode --format calls`.
 
-usage: perf_calls.py PERF_OUT PTBPF_OUT [--allow N]
+usage: perf_calls.py PERF_OUT PTBPF_OUT [--allow N] [--one-thread]
 Prints the counts and, for each thread that differs, the first differences (unified diff).
 Exit 0 when every thread's sequence is equal (or differs in at most N lines, --allow).
+--one-thread compares single-threaded runs of one program whose thread ids differ (two
+captures): each file must hold one thread.
 """
 import difflib
 import re
@@ -42,7 +44,15 @@ def main():
         i = args.index('--allow')
         allow = int(args[i + 1])
         del args[i:i + 2]
+    one = '--one-thread' in args
+    if one:
+        args.remove('--one-thread')
     a, b = perf(args[0]), ours(args[1])
+    if one:
+        if len(a) != 1 or len(b) != 1:
+            print(f'--one-thread: perf has {len(a)} threads, ptbpf {len(b)}')
+            return 1
+        a, b = {0: list(a.values())[0]}, {0: list(b.values())[0]}
     total_diff = 0
     na, nb = sum(map(len, a.values())), sum(map(len, b.values()))
     print(f'perf: {na} calls+returns in {len(a)} threads; ptbpf: {nb} in {len(b)} threads')
@@ -56,7 +66,7 @@ def main():
         changed = sum(1 for l in d if l[:1] in '+-' and l[:3] not in ('+++', '---'))
         total_diff += changed
         print(f'  tid {tid}: perf {len(x)}, ptbpf {len(y)}, {changed} lines differ')
-        print('\n'.join('    ' + l for l in d[:30]))
+        print('\n'.join('    ' + line for line in d[:30]))
     return 0 if total_diff <= allow else 1
 
 
