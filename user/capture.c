@@ -172,6 +172,27 @@ static int add_trigger_record(struct capture *cap, const struct capture_run *run
 	return capture__add_record(cap, &r);
 }
 
+/*
+ * The triggers, attached the way the backend freezes: BPF links whose ring buffer the
+ * capture loop reads, or (pt with aux_pause) gates in the backend's PT groups.
+ */
+static int arm_triggers(struct capture_run *run, const struct backend_ops *ops,
+			struct backend *b, const struct target *t)
+{
+	enum trigger_attach_mode mode = ops->trigger_mode ? ops->trigger_mode(b) :
+							      TRIGGER_ATTACH_LINKS;
+	int err;
+
+	if (!run->opts->nr_triggers)
+		return 0;
+	err = triggers__new(run->opts, t->pid, mode, &run->trig);
+	if (!err)
+		err = triggers__attach(run->trig);
+	if (!err && mode == TRIGGER_ATTACH_GATE && ops->attach_gates)
+		err = ops->attach_gates(b, run->trig);
+	return err;
+}
+
 static int setup_fds(struct capture_run *run)
 {
 	sigset_t mask;
@@ -223,14 +244,15 @@ int cmd_capture(struct capture_opts *opts)
 		ret = err == -ENOMEM ? 1 : 2;
 		goto cleanup;
 	}
-	if (opts->nr_triggers) {
-		err = triggers__new(opts, target->pid, TRIGGER_ATTACH_LINKS, &run.trig);
-		if (!err)
-			err = triggers__attach(run.trig);
-		if (err) {
-			ret = triggers__usage_error(err) ? 2 : 1;
-			goto cleanup;
-		}
+	err = ops->open(opts, target, &b);
+	if (err) {
+		ret = err == -ENOMEM || err == -EIO ? 1 : 2;
+		goto cleanup;
+	}
+	err = arm_triggers(&run, ops, b, target);
+	if (err) {
+		ret = triggers__usage_error(err) ? 2 : 1;
+		goto cleanup;
 	}
 	err = setup_fds(&run);
 	if (err) {
@@ -240,11 +262,6 @@ int cmd_capture(struct capture_opts *opts)
 	hooks.fds = run.fds;
 	hooks.nr_fds = run.nr_fds;
 
-	err = ops->open(opts, target, &b);
-	if (err) {
-		ret = err == -ENOMEM || err == -EIO ? 1 : 2;
-		goto cleanup;
-	}
 	err = ops->start(b);
 	if (!err && target->spawned)
 		err = target__release(target);
