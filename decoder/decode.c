@@ -189,7 +189,7 @@ static void emit_error(struct ptd_stream *s, int code, uint64_t ip)
 
 /* ---------------------------------------------------------------- threads */
 
-/* Whether `ip` is code of the address space of `pid` at `time`. */
+/* The address space of `pid` at `time` (raw mode: the only one), -ENOENT if none. */
 static int as_for(struct ptd_stream *s, uint32_t pid, uint64_t time)
 {
 	if (s->o.fixed_as >= 0 && !s->o.nr_sched)
@@ -211,15 +211,14 @@ static int set_thread(struct ptd_stream *s, uint32_t pid, uint32_t tid, int as)
 
 	if (as != s->as || !s->have_thread) {
 		struct pt_image *image = as >= 0 ? ptd_aspace_image(s->o.images, as) : NULL;
+		const struct ptd_aspace *a;
+		uint32_t i;
 
 		if (as >= 0 && !image)
 			as = -1;
 		err = pt_blk_set_image(s->dec, image);
-	}
-	if (as != s->as || !s->have_thread) {
-		const struct ptd_aspace *a = as >= 0 ? &s->o.images->as[as] : NULL;
-		uint32_t i;
-
+		/* its [uprobes] page, looked at on every return */
+		a = as >= 0 ? &s->o.images->as[as] : NULL;
 		s->up_start = s->up_end = 0;
 		for (i = 0; a && i < a->nr_maps; i++)
 			if (a->maps[i].uprobes) {
@@ -247,12 +246,9 @@ static int attribute(struct ptd_stream *s, uint64_t ip)
 	size_t i = s->sched_idx, n = s->o.nr_sched;
 	int as;
 
-	if (!n) {
-		if (s->o.fixed_as >= 0)
-			return set_thread(s, s->o.fixed_pid, s->o.fixed_tid, s->o.fixed_as);
+	if (!n)
 		return set_thread(s, s->o.fixed_pid, s->o.fixed_tid,
 				  as_for(s, s->o.fixed_pid, now(s)));
-	}
 	while (i + 1 < n && sc[i + 1].time <= now(s))
 		i++;
 	s->sched_idx = i;
