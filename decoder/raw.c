@@ -43,7 +43,7 @@ int ptd_map_file(const char *path, const uint8_t **buf, size_t *size)
 		err = -ENODATA;
 		goto out;
 	}
-	p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
 	if (p == MAP_FAILED) {
 		err = -errno;
 		goto out;
