@@ -515,8 +515,11 @@ static int resume(struct backend *b, struct ss_thread *t)
 	t->pending_sig = 0;
 	if (ptrace(PTRACE_SINGLESTEP, t->tid, NULL, (void *)(long)sig)) {
 		err = -errno;
-		if (err == -ESRCH)
-			return 0;	/* killed meanwhile: its exit report follows */
+		if (err == -ESRCH) {
+			/* Killed meanwhile: wait for its exit report. */
+			t->state = TS_INFLIGHT;
+			return 0;
+		}
 		elog("singlestep: PTRACE_SINGLESTEP of thread %d: %s\n", t->tid, strerror(-err));
 		return err;
 	}
@@ -988,6 +991,22 @@ static int dispatch(struct backend *b, pid_t pid, int status)
 	return handle_stop(b, t, status);
 }
 
+static void all_gone(struct backend *b)
+{
+	int i;
+
+	for (i = 0; i < b->nr_threads; i++) {
+		if (b->threads[i]->state == TS_GONE)
+			continue;
+		end_trace(b, b->threads[i]);
+		b->threads[i]->cpu = -1;
+		b->threads[i]->state = TS_GONE;
+	}
+	for (i = 0; i < b->nr_cpus; i++)
+		b->cpus[i].cur = NULL;
+	b->nr_live = 0;
+}
+
 /* Deal with every stop already waiting (WNOHANG), or wait for one (`block`). */
 static int reap(struct backend *b, bool block, int *handled)
 {
@@ -999,7 +1018,11 @@ static int reap(struct backend *b, bool block, int *handled)
 		if (pid < 0) {
 			if (errno == EINTR)
 				continue;
-			return errno == ECHILD ? 0 : -errno;
+			if (errno != ECHILD)
+				return -errno;
+			/* Nothing left to wait for: whatever we still follow is gone. */
+			all_gone(b);
+			return 0;
 		}
 		if (!pid)
 			return 0;
