@@ -2,7 +2,9 @@
 /*
  * The capture command: pick a backend, start or attach the target, arm the triggers,
  * run until a trigger fires (or Ctrl-C/SIGTERM, --duration, the target's exit), freeze,
- * take the snapshot and write it as perf.data.
+ * snapshot, write the perf.data (--keep-capture), decode it to FXT, print a summary;
+ * again for each of --max-snapshots. The target is never left stopped, ptraced or
+ * probed: the backend and the triggers let it go before ptbpf waits or exits.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -14,39 +16,53 @@
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "backend.h"
+#include "cli.h"
 #include "commands.h"
 #include "log.h"
+#include "output.h"
 #include "perfdata.h"
+#include "ptdecode.h"
 #include "target.h"
 #include "triggers.h"
 
-/* Rounds of the singlestep backend between polls of the fds below. */
-#define POLL_EVERY 64
+/*
+ * The singlestep backend calls check() after every step: poll the signal and timer fds
+ * only every so many. The pt backend calls it when an fd is readable: poll every time.
+ */
+#define SS_POLL_EVERY 64
 
 struct capture_run {
 	const struct capture_opts *opts;
+	const struct backend_ops *ops;
+	struct backend *b;
+	struct target *target;
 	struct triggers *trig;
+	struct output_plan plan;
 	int fds[3];			/* signalfd, timerfd, trigger ring buffer; -1 if none */
 	int nr_fds;
 	int sfd, tfd;
 	uint64_t checks;
-	enum trigger_kind reason;	/* why run() stopped */
-	char signal_name[32];
+	unsigned poll_every;		/* check() calls between polls of the fds above */
+	enum trigger_kind reason;	/* why run() stopped, TRIGGER_NONE while running */
+	int signo;			/* reason TRIGGER_SIGNAL: which */
 	struct trigger_rec fire;	/* reason is a BPF trigger: its first fire */
+	bool discard_fires;		/* between snapshots: fires of untraced time */
+	unsigned snapshots;		/* written so far */
 };
 
 static int on_fire(void *ctx, const struct trigger_rec *r)
 {
 	struct capture_run *run = ctx;
 
-	if (run->reason == TRIGGER_NONE) {
-		run->fire = *r;
-		run->reason = r->kind;
-	}
+	if (run->discard_fires || run->reason != TRIGGER_NONE)
+		return 0;
+	run->fire = *r;
+	run->reason = r->kind;
 	return 0;
 }
 
@@ -65,7 +81,7 @@ static int check(void *ctx)
 		if (run->reason != TRIGGER_NONE)
 			return 1;
 	}
-	if (run->checks++ % POLL_EVERY)
+	if (run->checks++ % run->poll_every)
 		return 0;
 	pfd[n++] = (struct pollfd){ .fd = run->sfd, .events = POLLIN };
 	if (run->tfd >= 0)
@@ -76,8 +92,7 @@ static int check(void *ctx)
 		struct signalfd_siginfo si;
 
 		if (read(run->sfd, &si, sizeof(si)) == sizeof(si))
-			snprintf(run->signal_name, sizeof(run->signal_name), "%s",
-				 strsignal(si.ssi_signo));
+			run->signo = si.ssi_signo;
 		run->reason = TRIGGER_SIGNAL;
 		return 1;
 	}
@@ -99,51 +114,26 @@ static const struct backend_ops *choose_backend(const struct capture_opts *opts)
 	}
 	if (pt_backend_ops.usable(why, sizeof(why)))
 		return &pt_backend_ops;
-	elog("no Intel PT on this host (%s): using the singlestep backend, which single-steps "
-	     "every instruction with ptrace, thousands of times slower than the program runs; "
-	     "--backend singlestep hides this notice\n", why);
+	/* The reason without its fix: the fix is what this notice says. */
+	why[strcspn(why, ";")] = '\0';
+	elog("%s: using the singlestep backend (software PT, ~1000x slower than the program "
+	     "runs; --backend singlestep silences this)\n", why);
 	return &ss_backend_ops;
 }
 
-/* --keep-capture FILE, or next to the output, or ptbpf-<comm>-<pid>-<time>.data. */
-static char *capture_path(const struct capture_opts *opts, const struct target *t)
-{
-	char stamp[32], *path = NULL;
-	struct tm tm;
-	time_t now = time(NULL);
-	const char *dot;
-	size_t len;
-
-	if (opts->keep_capture_path)
-		return strdup(opts->keep_capture_path);
-	if (opts->output) {
-		dot = strstr(opts->output, ".fxt");
-		len = dot ? (size_t)(dot - opts->output) : strlen(opts->output);
-		if (asprintf(&path, "%.*s.data", (int)len, opts->output) < 0)
-			return NULL;
-		return path;
-	}
-	localtime_r(&now, &tm);
-	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
-	if (asprintf(&path, "ptbpf-%s-%d-%s.data", t->comm, t->pid, stamp) < 0)
-		return NULL;
-	return path;
-}
-
-static int add_trigger_record(struct capture *cap, const struct capture_run *run,
-			      const struct backend_ops *ops, struct backend *b,
-			      const struct target *t)
+static int add_trigger_record(struct capture *cap, const struct capture_run *run)
 {
 	struct pd_record r = { .type = PD_RECORD_PTBPF_TRIGGER };
 	struct pd_trigger *tr = &r.trigger;
-	char desc[128];
+	const struct target *t = run->target;
+	char desc[160];
 
 	tr->kind = run->reason;
 	tr->pid = t->pid;
 	tr->tid = t->pid;
 	switch (run->reason) {
 	case TRIGGER_SIGNAL:
-		snprintf(desc, sizeof(desc), "signal: %s", run->signal_name);
+		snprintf(desc, sizeof(desc), "signal: %s", strsignal(run->signo ?: SIGINT));
 		break;
 	case TRIGGER_EXIT:
 		snprintf(desc, sizeof(desc), "exit: %s", t->comm);
@@ -166,31 +156,10 @@ static int add_trigger_record(struct capture *cap, const struct capture_run *run
 		break;
 	}
 	/* Where the firing thread's trace ends, in the capture's own clock. */
-	if (ops->locate)
-		ops->locate(b, tr->tid, &tr->cpu, &tr->time);
+	if (run->ops->locate)
+		run->ops->locate(run->b, tr->tid, &tr->cpu, &tr->time);
 	tr->desc = desc;
 	return capture__add_record(cap, &r);
-}
-
-/*
- * The triggers, attached the way the backend freezes: BPF links whose ring buffer the
- * capture loop reads, or (pt with aux_pause) gates in the backend's PT groups.
- */
-static int arm_triggers(struct capture_run *run, const struct backend_ops *ops,
-			struct backend *b, const struct target *t)
-{
-	enum trigger_attach_mode mode = ops->trigger_mode ? ops->trigger_mode(b) :
-							      TRIGGER_ATTACH_LINKS;
-	int err;
-
-	if (!run->opts->nr_triggers)
-		return 0;
-	err = triggers__new(run->opts, t->pid, mode, &run->trig);
-	if (!err)
-		err = triggers__attach(run->trig);
-	if (!err && mode == TRIGGER_ATTACH_GATE && ops->attach_gates)
-		err = ops->attach_gates(b, run->trig);
-	return err;
 }
 
 static int setup_fds(struct capture_run *run)
@@ -223,110 +192,379 @@ static int setup_fds(struct capture_run *run)
 	return 0;
 }
 
-int cmd_capture(struct capture_opts *opts)
+/* The target's end, as the summary words it: "exited with status 0", "killed by SIGKILL". */
+static const char *target_end(struct target *t, char *buf, size_t size)
 {
-	struct capture_run run = { .opts = opts, .sfd = -1, .tfd = -1 };
-	const struct backend_ops *ops = choose_backend(opts);
-	struct run_hooks hooks = { .check = check, .ctx = &run };
-	struct target *target = NULL;
-	struct backend *b = NULL;
-	struct capture *cap = NULL;
-	char *path = NULL;
-	bool verify_failed = false;
-	struct stat st;
-	int err, ret = 1;
+	int status;
 
-	if (opts->cmd)
-		err = target__spawn(opts->cmd, &target);
+	if (t->spawned && t->exit_status < 0 && waitpid(t->pid, &status, WNOHANG) == t->pid)
+		t->exit_status = status;
+	if (t->exit_status < 0)
+		snprintf(buf, size, "exited");
+	else if (WIFSIGNALED(t->exit_status))
+		snprintf(buf, size, "was killed by %s", strsignal(WTERMSIG(t->exit_status)));
 	else
-		err = target__attach_pid(opts->pid, &target);
-	if (err) {
-		ret = err == -ENOMEM ? 1 : 2;
-		goto cleanup;
-	}
-	err = ops->open(opts, target, &b);
-	if (err) {
-		ret = err == -ENOMEM || err == -EIO ? 1 : 2;
-		goto cleanup;
-	}
-	err = arm_triggers(&run, ops, b, target);
-	if (err) {
-		ret = triggers__usage_error(err) ? 2 : 1;
-		goto cleanup;
-	}
-	err = setup_fds(&run);
-	if (err) {
-		elog("capture: cannot set up signals and timers: %s\n", strerror(-err));
-		goto cleanup;
-	}
-	hooks.fds = run.fds;
-	hooks.nr_fds = run.nr_fds;
+		snprintf(buf, size, "exited with status %d", WEXITSTATUS(t->exit_status));
+	return buf;
+}
 
-	err = ops->start(b);
-	if (!err && target->spawned)
-		err = target__release(target);
-	if (err) {
-		ret = 2;
-		goto cleanup;
-	}
-	vlog("capture: %s backend, %d trigger(s), tracing %s (%d)\n", ops->name, opts->nr_triggers,
-	     target->comm, target->pid);
+static void print_trigger(const struct capture_run *run, const struct capture *cap)
+{
+	const struct pd_trigger *tr = NULL;
+	char lat[32];
+	size_t i;
 
-	err = ops->run(b, &hooks);
-	if (err < 0) {
-		elog("capture: %s backend failed: %s\n", ops->name, strerror(-err));
-		goto cleanup;
+	for (i = 0; i < cap->nr_records && !tr; i++)
+		if (cap->records[i].type == PD_RECORD_PTBPF_TRIGGER)
+			tr = &cap->records[i].trigger;
+	if (!tr)
+		return;
+	printf("  trigger   %s\n", tr->desc ? tr->desc : trigger_kind_name(tr->kind));
+	if (tr->kind == TRIGGER_SIGNAL || tr->kind == TRIGGER_EXIT || tr->kind == TRIGGER_DURATION)
+		return;
+	printf("            fired in thread %u (pid %u) on cpu %u", tr->tid, tr->pid, tr->cpu);
+	if (tr->ip)
+		printf(" at 0x%" PRIx64, tr->ip);
+	if (tr->latency_ns)
+		printf(", latency %s", fmt_duration(tr->latency_ns, lat, sizeof(lat)));
+	printf("\n");
+}
+
+static void print_summary(const struct capture_run *run, const struct capture *cap,
+			  const char *fxt, const char *data, const struct decode_stats *st)
+{
+	char span[32], slow[32];
+	struct stat sb;
+	size_t i, j;
+
+	printf("ptbpf: snapshot %u of %s (pid %d)\n", run->snapshots, run->target->comm,
+	       run->target->pid);
+	print_trigger(run, cap);
+	printf("  backend   %s\n", run->ops->describe(run->b));
+	printf("  captured ");
+	for (i = 0; i < cap->nr_aux; i++) {
+		uint64_t bytes = cap->aux[i].size;
+
+		/* one line item per CPU (several buffers of one CPU are summed) */
+		for (j = 0; j < i; j++)
+			if (cap->aux[j].cpu == cap->aux[i].cpu)
+				break;
+		if (j < i)
+			continue;
+		for (j = i + 1; j < cap->nr_aux; j++)
+			if (cap->aux[j].cpu == cap->aux[i].cpu)
+				bytes += cap->aux[j].size;
+		printf(" cpu %u: %" PRIu64 " bytes%s", cap->aux[i].cpu, bytes,
+		       i + 1 < cap->nr_aux ? "," : "");
 	}
-	if (err == RUN_TARGET_EXITED) {
-		/* A fire from the target's last moments still names the snapshot. */
-		check(&run);
-		if (run.reason == TRIGGER_NONE || run.reason == TRIGGER_SIGNAL ||
-		    run.reason == TRIGGER_DURATION)
-			run.reason = TRIGGER_EXIT;
+	printf("%s\n", cap->nr_aux ? "" : " no trace bytes");
+	if (st) {
+		printf("  covers    %s of execution: %" PRIu64 " instructions, %" PRIu64
+		       " thread(s), %" PRIu64 " calls, %" PRIu64 " decode error(s)\n",
+		       fmt_duration(st->last_time - st->first_time, span, sizeof(span)), st->insns,
+		       st->threads, st->calls, st->errors);
+		if (st->slowest_ns)
+			printf("  slowest   %s  %s\n", fmt_duration(st->slowest_ns, slow, sizeof(slow)),
+			       st->slowest_path);
+		printf("  trace     %s (%lld bytes)\n", fxt,
+		       stat(fxt, &sb) ? 0LL : (long long)sb.st_size);
 	}
-	err = ops->freeze(b);
-	cap = err ? NULL : capture__new();
-	if (!err && !cap)
-		err = -ENOMEM;
-	err = err ?: ops->snapshot(b, cap);
+	if (data)
+		printf("  capture   %s (%lld bytes; perf script --itrace=cr -i %s)\n", data,
+		       stat(data, &sb) ? 0LL : (long long)sb.st_size, data);
+	if (st)
+		printf("  open it   https://ui.perfetto.dev -> Open trace file -> %s\n", fxt);
+	fflush(stdout);
+}
+
+/* Freeze, snapshot, write and decode snapshot number run->snapshots + 1. */
+static int take_snapshot(struct capture_run *run)
+{
+	const struct capture_opts *opts = run->opts;
+	struct decode_stats st = {};
+	struct capture *cap = NULL;
+	char *fxt = NULL, *data = NULL;
+	bool verify_failed;
+	int err;
+
+	err = run->ops->freeze(run->b);
+	if (err) {
+		elog("cannot freeze the %s rings: %s\n", run->ops->name, strerror(-err));
+		return err;
+	}
+	cap = capture__new();
+	if (!cap)
+		return -ENOMEM;
+	err = run->ops->snapshot(run->b, cap);
 	/* A --verify difference still writes the capture that shows it, then fails. */
 	verify_failed = err == -EILSEQ;
 	if (verify_failed)
 		err = 0;
-	err = err ?: add_trigger_record(cap, &run, ops, b, target);
+	err = err ?: add_trigger_record(cap, run);
 	if (err) {
-		elog("capture: snapshot failed: %s\n", strerror(-err));
+		elog("snapshot failed: %s\n", strerror(-err));
 		goto cleanup;
 	}
-	path = capture_path(opts, target);
-	if (!path) {
-		err = -ENOMEM;
+	run->snapshots++;
+	err = output_plan__paths(&run->plan, run->snapshots, &fxt, &data);
+	if (err)
 		goto cleanup;
+	if (data) {
+		err = output_move_aside(data) ?: perfdata_write(data, cap);
+		if (err) {
+			elog("cannot write %s: %s\n", data, strerror(-err));
+			goto cleanup;
+		}
 	}
-	err = perfdata_write(path, cap);
-	if (err) {
-		elog("capture: cannot write %s: %s\n", path, strerror(-err));
-		goto cleanup;
+	if (opts->decode) {
+		struct decode_opts dopts = {
+			.output = fxt,
+			.format = DECODE_FXT,
+			.jobs = opts->jobs,
+			.kernel = opts->kernel,
+			.progress = true,
+		};
+
+		err = output_move_aside(fxt) ?: ptdecode_capture(cap, &dopts, &st);
+		if (err) {
+			elog("cannot decode the snapshot to %s: %s%s%s\n", fxt, strerror(-err),
+			     data ? "; the capture is kept in " : "", data ? data : "");
+			goto cleanup;
+		}
 	}
-	elog("wrote %s (%lld bytes): %s\n", path, stat(path, &st) ? 0LL : (long long)st.st_size,
-	     ops->describe(b));
-	if (opts->decode)
-		elog("decoding to FXT is not wired into capture yet: decode the capture with "
-		     "`ptbpf decode %s -o OUT.fxt`\n", path);
-	if (target->exit_status >= 0)
-		vlog("capture: %s exited with status %d\n", target->comm, target->exit_status);
-	if (verify_failed)
-		elog("capture: --verify: the trace differs from the stepped instructions\n");
-	ret = verify_failed ? 1 : 0;
+	print_summary(run, cap, fxt, data, opts->decode ? &st : NULL);
+	if (verify_failed) {
+		elog("--verify: the trace differs from the stepped instructions\n");
+		err = -EILSEQ;
+	}
 
 cleanup:
-	/* The backend lets the target go before the triggers leave it. */
-	if (b)
-		ops->close(b);
-	triggers__free(run.trig);
-	target__free(target);
 	capture__free(cap);
-	free(path);
+	free(fxt);
+	free(data);
+	return err;
+}
+
+/*
+ * A command ptbpf started, once the session is over and the target let go: stopped with
+ * the session on Ctrl-C/SIGTERM or --duration (perf record does the same to its
+ * workload); after a trigger's last snapshot it runs on untraced, and ptbpf waits for it
+ * like `perf record -- CMD` does (Ctrl-C stops it).
+ */
+static void finish_command(struct capture_run *run)
+{
+	struct target *t = run->target;
+	struct pollfd pfd[2] = {
+		{ .fd = t->pidfd, .events = POLLIN },
+		{ .fd = run->sfd, .events = POLLIN },
+	};
+	int status;
+
+	if (!t->spawned || !t->released || t->exit_status >= 0)
+		return;
+	if (waitpid(t->pid, &status, WNOHANG) == t->pid) {
+		t->exit_status = status;
+		return;
+	}
+	if (run->reason == TRIGGER_SIGNAL || run->reason == TRIGGER_DURATION || !run->snapshots ||
+	    t->pidfd < 0) {
+		kill(t->pid, SIGTERM);
+	} else {
+		elog("%s (pid %d) runs on untraced; waiting for it to exit (Ctrl-C stops it)\n",
+		     t->comm, t->pid);
+		while (poll(pfd, 2, -1) < 0 && errno == EINTR)
+			;
+		if (pfd[1].revents)
+			kill(t->pid, SIGTERM);
+	}
+	if (waitpid(t->pid, &status, 0) == t->pid)
+		t->exit_status = status;
+}
+
+/* Let the target go: backend first (gate-mode perf events hold tracefs probes). */
+static void release_target(struct capture_run *run)
+{
+	if (run->b)
+		run->ops->close(run->b);
+	run->b = NULL;
+	triggers__free(run->trig);
+	run->trig = NULL;
+}
+
+static int arm(struct capture_run *run)
+{
+	const struct capture_opts *opts = run->opts;
+	enum trigger_attach_mode mode = TRIGGER_ATTACH_LINKS;
+	int err;
+
+	err = run->ops->open(opts, run->target, &run->b);
+	if (err)
+		return err == -ENOMEM || err == -EIO ? 1 : 2;
+	if (opts->nr_triggers) {
+		if (run->ops->trigger_mode)
+			mode = run->ops->trigger_mode(run->b);
+		err = triggers__new(opts, run->target->pid, mode, &run->trig);
+		if (!err)
+			err = triggers__attach(run->trig);
+		if (!err && mode == TRIGGER_ATTACH_GATE && run->ops->attach_gates)
+			err = run->ops->attach_gates(run->b, run->trig);
+		if (err)
+			return triggers__usage_error(err) ? 2 : 1;
+	}
+	err = setup_fds(run);
+	if (err) {
+		elog("cannot set up signals and timers: %s\n", strerror(-err));
+		return 1;
+	}
+	err = run->ops->start(run->b);
+	if (err) {
+		elog("cannot start the %s backend: %s\n", run->ops->name, strerror(-err));
+		return 1;
+	}
+	if (run->target->spawned && target__release(run->target))
+		return 2;
+	return 0;
+}
+
+static void describe_wait(const struct capture_run *run)
+{
+	char what[256] = "Ctrl-C or the target's exit";
+	int i, n = 0;
+
+	if (run->trig && triggers__count(run->trig)) {
+		n = snprintf(what, sizeof(what), "%s", triggers__describe(run->trig, 0));
+		for (i = 1; i < triggers__count(run->trig) && n < (int)sizeof(what); i++)
+			n += snprintf(what + n, sizeof(what) - n, " or %s",
+				      triggers__describe(run->trig, i));
+	}
+	elog("recording %s (pid %d) with the %s backend; waiting for %s\n", run->target->comm,
+	     run->target->pid, run->ops->name, what);
+}
+
+int cmd_capture(struct capture_opts *opts)
+{
+	struct capture_run run = { .opts = opts, .sfd = -1, .tfd = -1 };
+	struct run_hooks hooks = { .check = check, .ctx = &run };
+	bool final_snapshot = !opts->nr_triggers || opts->snapshot_on_exit;
+	char end[64];
+	int err, ret = 1;
+
+	if (opts->kernel && opts->backend == BACKEND_SINGLESTEP) {
+		elog("--kernel needs the pt backend: the singlestep backend traces user space only\n");
+		return 2;
+	}
+	/* Without decoding, the capture is the only output. */
+	if (!opts->decode)
+		opts->keep_capture = true;
+	run.ops = choose_backend(opts);
+	run.poll_every = run.ops == &ss_backend_ops ? SS_POLL_EVERY : 1;
+	if (run.ops == &pt_backend_ops && opts->backend == BACKEND_PT) {
+		char why[512];
+
+		if (!pt_backend_ops.usable(why, sizeof(why))) {
+			elog("--backend pt: %s\n", why);
+			return 2;
+		}
+	}
+
+	err = opts->cmd ? target__spawn(opts->cmd, &run.target)
+			: target__attach_pid(opts->pid, &run.target);
+	if (err)
+		return err == -ENOMEM ? 1 : 2;
+	err = output_plan__init(&run.plan, opts->output, opts->keep_capture,
+				opts->keep_capture_path, run.target->comm, run.target->pid,
+				time(NULL), opts->max_snapshots > 1);
+	if (err)
+		goto cleanup;
+	ret = arm(&run);
+	if (ret)
+		goto cleanup;
+	ret = 1;
+	hooks.fds = run.fds;
+	hooks.nr_fds = run.nr_fds;
+	describe_wait(&run);
+
+	while (run.snapshots < opts->max_snapshots) {
+		bool snapshot;
+
+		run.reason = TRIGGER_NONE;
+		err = run.ops->run(run.b, &hooks);
+		if (err < 0) {
+			elog("the %s backend failed: %s\n", run.ops->name, strerror(-err));
+			goto cleanup;
+		}
+		if (err == RUN_TARGET_EXITED) {
+			/* A fire from the target's last moments still names the snapshot. */
+			if (run.reason == TRIGGER_NONE || run.reason == TRIGGER_DURATION ||
+			    run.reason == TRIGGER_SIGNAL)
+				check(&run);
+			if (run.reason == TRIGGER_NONE || run.reason == TRIGGER_DURATION ||
+			    run.reason == TRIGGER_SIGNAL)
+				run.reason = TRIGGER_EXIT;
+		}
+		/* BPF fires always snapshot; the session's end only when asked to. */
+		switch (run.reason) {
+		case TRIGGER_EXIT:
+		case TRIGGER_SIGNAL:
+		case TRIGGER_DURATION:
+			snapshot = final_snapshot;
+			break;
+		default:
+			snapshot = true;
+			break;
+		}
+		if (snapshot) {
+			err = take_snapshot(&run);
+			if (err)
+				goto cleanup;
+		}
+		if (run.reason == TRIGGER_EXIT || run.reason == TRIGGER_SIGNAL ||
+		    run.reason == TRIGGER_DURATION || run.snapshots >= opts->max_snapshots)
+			break;
+		/* Fires while the rings were frozen describe untraced time: drop them. */
+		run.discard_fires = true;
+		if (run.trig)
+			triggers__consume(run.trig, on_fire, &run);
+		run.discard_fires = false;
+		err = run.ops->resume(run.b);
+		if (!err && run.trig)
+			err = triggers__arm(run.trig);
+		if (err) {
+			elog("cannot resume the %s backend: %s\n", run.ops->name, strerror(-err));
+			goto cleanup;
+		}
+	}
+
+	if (run.trig)
+		triggers__print_stats(run.trig);
+	release_target(&run);
+	if (!run.snapshots) {
+		switch (run.reason) {
+		case TRIGGER_EXIT:
+			elog("no snapshot: %s %s before the trigger fired\n", run.target->comm,
+			     target_end(run.target, end, sizeof(end)));
+			break;
+		case TRIGGER_SIGNAL:
+			elog("no snapshot: stopped by %s before the trigger fired (--snapshot-on-exit "
+			     "takes one anyway)\n", strsignal(run.signo ?: SIGINT));
+			break;
+		case TRIGGER_DURATION:
+			elog("no snapshot: the trigger did not fire within --duration "
+			     "(--snapshot-on-exit takes one anyway)\n");
+			break;
+		default:
+			elog("no snapshot was taken\n");
+			break;
+		}
+		goto cleanup;
+	}
+	ret = 0;
+
+cleanup:
+	release_target(&run);
+	finish_command(&run);
+	target__free(run.target);
+	output_plan__free(&run.plan);
 	if (run.tfd >= 0)
 		close(run.tfd);
 	if (run.sfd >= 0)

@@ -410,6 +410,17 @@ static error_t parse_capture_opt(int key, char *arg, struct argp_state *state)
 		o->output = strdup(arg);
 		return o->output ? 0 : ENOMEM;
 	case OPT_KEEP_CAPTURE:
+		/*
+		 * The argument is optional, so getopt only takes "--keep-capture=FILE"; take
+		 * the DESIGN's "--keep-capture FILE.data" too (a command never ends in .data).
+		 */
+		if (!arg && state->next < state->argc) {
+			const char *next = state->argv[state->next];
+			size_t len = strlen(next);
+
+			if (len > 5 && !strcmp(next + len - 5, ".data"))
+				arg = state->argv[state->next++];
+		}
 		o->keep_capture = true;
 		free(o->keep_capture_path);
 		o->keep_capture_path = arg ? strdup(arg) : NULL;

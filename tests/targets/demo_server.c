@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * The `make demo` program: a toy server that handles requests in a loop. One request
- * in fifty misses the cache, rebuilds an index and waits on "disk" (a 150 ms sleep),
- * so `ptbpf --uprobe demo_server:handle_request --latency-over 100ms` catches it.
- * Kept to a few hundred instructions per request so the singlestep backend (tens of
- * microseconds per instruction) runs it in seconds: a fast request then takes ~30 ms
- * stepped, well under the threshold, and microseconds natively.
+ * in fifty misses the cache, rebuilds an index and waits on "disk" (a 600 ms sleep),
+ * so `ptbpf --uprobe demo_server:handle_request --latency-over 300ms` catches it.
+ * Kept to a few hundred instructions per request so the singlestep backend (tens to
+ * hundreds of microseconds per instruction, with load) runs it in seconds: a fast
+ * request then takes 20-110 ms stepped, under the threshold, and microseconds natively.
  */
 #include <stdlib.h>
 #include <time.h>
@@ -64,7 +64,7 @@ static void rebuild_index(void)
 
 static void wait_for_disk(void)
 {
-	struct timespec ts = { .tv_sec = 0, .tv_nsec = 150 * 1000 * 1000 };
+	struct timespec ts = { .tv_sec = 0, .tv_nsec = 600 * 1000 * 1000 };
 
 	nanosleep(&ts, NULL);
 }

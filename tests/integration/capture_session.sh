@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# Issue 7: how a capture session ends — the target's exit, Ctrl-C, the target killed,
+# a trigger that never fires, an output directory ptbpf cannot write — with the exit
+# status, the message and what is (not) left behind.
+. "$(dirname "$0")/capture_common.inc"
+need_singlestep
+
+# No trigger, the target exits: one snapshot of its last moments, exit 0.
+cap exit -o "$TMP/e.fxt" -- "$CHAIN" -n 3
+[ "$RC" = 0 ] || { cat "$TMP/exit.err"; fail "no trigger + exit: ptbpf exited $RC"; }
+fxt_ok "$TMP/e.fxt"
+grep -q 'trigger   exit: cap_chain' "$TMP/exit.out" || fail "no trigger + exit: summary does not say exit"
+"$PYTHON" "$FXTCHECK" --stacks "$TMP/e.fxt" | grep -q ' level2 ' || fail "no trigger + exit: calls missing"
+[ "$(grep -c '^iter' "$TMP/exit.out")" = 3 ] || fail "no trigger + exit: the target did not run to its end"
+
+# No trigger, Ctrl-C (SIGINT to ptbpf): one snapshot, exit 0, the command is stopped too.
+"$PTBPF" --backend singlestep -o "$TMP/c.fxt" -- "$CHAIN" -f >"$TMP/ctrlc.out" 2>"$TMP/ctrlc.err" &
+ptbpf=$!
+BG_PIDS+=("$ptbpf")
+for _ in $(seq 100); do grep -q '^iter 1$' "$TMP/ctrlc.out" && break; sleep 0.1; done
+grep -q '^iter 1$' "$TMP/ctrlc.out" || fail "Ctrl-C: the target never ran"
+child=$(pgrep -P "$ptbpf" -x cap_chain)
+kill -INT "$ptbpf"
+timeout 120 tail --pid="$ptbpf" -f /dev/null || fail "Ctrl-C: ptbpf did not stop"
+wait "$ptbpf"
+rc=$?
+[ "$rc" = 0 ] || { cat "$TMP/ctrlc.err"; fail "Ctrl-C: ptbpf exited $rc"; }
+fxt_ok "$TMP/c.fxt"
+grep -q 'trigger   signal: Interrupt' "$TMP/ctrlc.out" || fail "Ctrl-C: summary does not say so"
+[ -z "$child" ] || ! kill -0 "$child" 2>/dev/null || fail "Ctrl-C: the command ptbpf started is still running"
+
+# The target killed mid-capture, no trigger: the capture up to its death is written.
+"$PTBPF" --backend singlestep -o "$TMP/k.fxt" -- "$CHAIN" -f >"$TMP/kill.out" 2>"$TMP/kill.err" &
+ptbpf=$!
+BG_PIDS+=("$ptbpf")
+for _ in $(seq 100); do grep -q '^iter 1$' "$TMP/kill.out" && break; sleep 0.1; done
+pkill -9 -P "$ptbpf" -x cap_chain || fail "killed: no target to kill"
+timeout 120 tail --pid="$ptbpf" -f /dev/null || fail "killed: ptbpf did not stop"
+wait "$ptbpf"
+rc=$?
+[ "$rc" = 0 ] || { cat "$TMP/kill.err"; fail "killed, no trigger: ptbpf exited $rc"; }
+fxt_ok "$TMP/k.fxt"
+
+# The target killed while a trigger waits: no snapshot, exit 1, and the reason.
+"$PTBPF" --backend singlestep --uprobe "$CHAIN:leaf" --nth 100000 -o "$TMP/kt.fxt" \
+	-- "$CHAIN" -f >"$TMP/killt.out" 2>"$TMP/killt.err" &
+ptbpf=$!
+BG_PIDS+=("$ptbpf")
+for _ in $(seq 100); do grep -q '^iter 1$' "$TMP/killt.out" && break; sleep 0.1; done
+pkill -9 -P "$ptbpf" -x cap_chain || fail "killed + trigger: no target to kill"
+timeout 120 tail --pid="$ptbpf" -f /dev/null || fail "killed + trigger: ptbpf did not stop"
+wait "$ptbpf"
+rc=$?
+[ "$rc" = 1 ] || { cat "$TMP/killt.err"; fail "killed + trigger: ptbpf exited $rc, not 1"; }
+grep -q 'no snapshot: cap_chain was killed by Killed before the trigger fired' "$TMP/killt.err" ||
+	{ cat "$TMP/killt.err"; fail "killed + trigger: the reason is not given"; }
+[ ! -e "$TMP/kt.fxt" ] || fail "killed + trigger: an output was written"
+
+# A trigger that never fires within --duration: exit 1 with the reason; the command it
+# started is stopped, nothing written.
+cap never --uprobe "$CHAIN:leaf" --nth 100000 --duration 1s -o "$TMP/n.fxt" -- "$CHAIN" -f
+[ "$RC" = 1 ] || { cat "$TMP/never.err"; fail "never fires: ptbpf exited $RC, not 1"; }
+grep -q 'no snapshot: the trigger did not fire within --duration' "$TMP/never.err" ||
+	{ cat "$TMP/never.err"; fail "never fires: the reason is not given"; }
+[ ! -e "$TMP/n.fxt" ] || fail "never fires: an output was written"
+pgrep -x cap_chain -P 1 >/dev/null && pgrep -af cap_chain | grep -q -- '-f' &&
+	fail "never fires: the target is left running"
+# ... and with --snapshot-on-exit, the end of the duration takes one anyway.
+cap never2 --uprobe "$CHAIN:leaf" --nth 100000 --duration 1s --snapshot-on-exit \
+	-o "$TMP/n2.fxt" -- "$CHAIN" -f
+[ "$RC" = 0 ] || { cat "$TMP/never2.err"; fail "--snapshot-on-exit: ptbpf exited $RC"; }
+fxt_ok "$TMP/n2.fxt"
+
+# An output directory ptbpf cannot write: said before anything runs, exit 1, no file.
+mkdir "$TMP/ro"
+mount -t tmpfs -o ro,size=1m tmpfs "$TMP/ro" || skip "cannot mount a read-only tmpfs"
+cap ro -o "$TMP/ro/x.fxt" -- "$CHAIN" -n 2
+umount "$TMP/ro"
+[ "$RC" = 1 ] || { cat "$TMP/ro.err"; fail "read-only output: ptbpf exited $RC, not 1"; }
+grep -q "cannot write to $TMP/ro" "$TMP/ro.err" || { cat "$TMP/ro.err"; fail "read-only: no clear error"; }
+grep -q '^iter' "$TMP/ro.out" && fail "read-only output: the target ran anyway"
+cap missing -o "$TMP/nodir/x.fxt" -- "$CHAIN" -n 2
+[ "$RC" = 1 ] || fail "missing output directory: ptbpf exited $RC, not 1"
+grep -q 'create the directory first' "$TMP/missing.err" || fail "missing directory: no hint"
+
+# An existing output is moved aside, not overwritten silently.
+echo old >"$TMP/e.fxt"
+cap again -o "$TMP/e.fxt" -- "$CHAIN" -n 1
+[ "$RC" = 0 ] || fail "existing output: ptbpf exited $RC"
+grep -q "moved to $TMP/e.fxt.old" "$TMP/again.err" || fail "existing output: no notice"
+[ "$(cat "$TMP/e.fxt.old")" = old ] || fail "existing output: the old file is lost"
+echo "capture sessions end as they should"
