@@ -219,15 +219,15 @@ static void print_trigger(const struct capture_run *run, const struct capture *c
 			tr = &cap->records[i].trigger;
 	if (!tr)
 		return;
-	printf("  trigger   %s\n", tr->desc ? tr->desc : trigger_kind_name(tr->kind));
+	fprintf(stderr, "  trigger   %s\n", tr->desc ? tr->desc : trigger_kind_name(tr->kind));
 	if (tr->kind == TRIGGER_SIGNAL || tr->kind == TRIGGER_EXIT || tr->kind == TRIGGER_DURATION)
 		return;
-	printf("            fired in thread %u (pid %u) on cpu %u", tr->tid, tr->pid, tr->cpu);
+	fprintf(stderr, "            fired in thread %u (pid %u) on cpu %u", tr->tid, tr->pid, tr->cpu);
 	if (tr->ip)
-		printf(" at 0x%" PRIx64, tr->ip);
+		fprintf(stderr, " at 0x%" PRIx64, tr->ip);
 	if (tr->latency_ns)
-		printf(", latency %s", fmt_duration(tr->latency_ns, lat, sizeof(lat)));
-	printf("\n");
+		fprintf(stderr, ", latency %s", fmt_duration(tr->latency_ns, lat, sizeof(lat)));
+	fprintf(stderr, "\n");
 }
 
 static void print_summary(const struct capture_run *run, const struct capture *cap,
@@ -237,11 +237,11 @@ static void print_summary(const struct capture_run *run, const struct capture *c
 	struct stat sb;
 	size_t i, j;
 
-	printf("ptbpf: snapshot %u of %s (pid %d)\n", run->snapshots, run->target->comm,
+	fprintf(stderr, "ptbpf: snapshot %u of %s (pid %d)\n", run->snapshots, run->target->comm,
 	       run->target->pid);
 	print_trigger(run, cap);
-	printf("  backend   %s\n", run->ops->describe(run->b));
-	printf("  captured ");
+	fprintf(stderr, "  backend   %s\n", run->ops->describe(run->b));
+	fprintf(stderr, "  captured ");
 	for (i = 0; i < cap->nr_aux; i++) {
 		uint64_t bytes = cap->aux[i].size;
 
@@ -254,27 +254,27 @@ static void print_summary(const struct capture_run *run, const struct capture *c
 		for (j = i + 1; j < cap->nr_aux; j++)
 			if (cap->aux[j].cpu == cap->aux[i].cpu)
 				bytes += cap->aux[j].size;
-		printf(" cpu %u: %" PRIu64 " bytes%s", cap->aux[i].cpu, bytes,
+		fprintf(stderr, " cpu %u: %" PRIu64 " bytes%s", cap->aux[i].cpu, bytes,
 		       i + 1 < cap->nr_aux ? "," : "");
 	}
-	printf("%s\n", cap->nr_aux ? "" : " no trace bytes");
+	fprintf(stderr, "%s\n", cap->nr_aux ? "" : " no trace bytes");
 	if (st) {
-		printf("  covers    %s of execution: %" PRIu64 " instructions, %" PRIu64
+		fprintf(stderr, "  covers    %s of execution: %" PRIu64 " instructions, %" PRIu64
 		       " thread(s), %" PRIu64 " calls, %" PRIu64 " decode error(s)\n",
 		       fmt_duration(st->last_time - st->first_time, span, sizeof(span)), st->insns,
 		       st->threads, st->calls, st->errors);
 		if (st->slowest_ns)
-			printf("  slowest   %s  %s\n", fmt_duration(st->slowest_ns, slow, sizeof(slow)),
+			fprintf(stderr, "  slowest   %s  %s\n", fmt_duration(st->slowest_ns, slow, sizeof(slow)),
 			       st->slowest_path);
-		printf("  trace     %s (%lld bytes)\n", fxt,
+		fprintf(stderr, "  trace     %s (%lld bytes)\n", fxt,
 		       stat(fxt, &sb) ? 0LL : (long long)sb.st_size);
 	}
 	if (data)
-		printf("  capture   %s (%lld bytes; perf script --itrace=cr -i %s)\n", data,
+		fprintf(stderr, "  capture   %s (%lld bytes; perf script --itrace=cr -i %s)\n", data,
 		       stat(data, &sb) ? 0LL : (long long)sb.st_size, data);
 	if (st)
-		printf("  open it   https://ui.perfetto.dev -> Open trace file -> %s\n", fxt);
-	fflush(stdout);
+		fprintf(stderr, "  open it   https://ui.perfetto.dev -> Open trace file -> %s\n", fxt);
+	
 }
 
 /* Freeze, snapshot, write and decode snapshot number run->snapshots + 1. */
@@ -346,10 +346,10 @@ cleanup:
 }
 
 /*
- * A command ptbpf started, once the session is over and the target let go: stopped with
- * the session on Ctrl-C/SIGTERM or --duration (perf record does the same to its
- * workload); after a trigger's last snapshot it runs on untraced, and ptbpf waits for it
- * like `perf record -- CMD` does (Ctrl-C stops it).
+ * A command ptbpf started, once the session is over and the target let go. ptbpf is an
+ * observer: stopping it (Ctrl-C, SIGTERM, --duration) does not stop the command, which
+ * runs on untraced. After a trigger's last snapshot ptbpf waits for the command, as
+ * `perf record -- CMD` does; Ctrl-C then stops it.
  */
 static void finish_command(struct capture_run *run)
 {
@@ -366,17 +366,17 @@ static void finish_command(struct capture_run *run)
 		t->exit_status = status;
 		return;
 	}
-	if (run->reason == TRIGGER_SIGNAL || run->reason == TRIGGER_DURATION || !run->snapshots ||
-	    t->pidfd < 0) {
-		kill(t->pid, SIGTERM);
-	} else {
-		elog("%s (pid %d) runs on untraced; waiting for it to exit (Ctrl-C stops it)\n",
-		     t->comm, t->pid);
-		while (poll(pfd, 2, -1) < 0 && errno == EINTR)
-			;
-		if (pfd[1].revents)
-			kill(t->pid, SIGTERM);
+	if (!run->snapshots || run->reason == TRIGGER_SIGNAL || run->reason == TRIGGER_DURATION ||
+	    t->pidfd < 0 || run->sfd < 0) {
+		elog("%s (pid %d) runs on, untraced\n", t->comm, t->pid);
+		return;
 	}
+	elog("%s (pid %d) runs on, untraced; waiting for it to exit (Ctrl-C stops it)\n", t->comm,
+	     t->pid);
+	while (poll(pfd, 2, -1) < 0 && errno == EINTR)
+		;
+	if (pfd[1].revents)
+		kill(t->pid, SIGTERM);
 	if (waitpid(t->pid, &status, 0) == t->pid)
 		t->exit_status = status;
 }
@@ -449,10 +449,6 @@ int cmd_capture(struct capture_opts *opts)
 	char end[64];
 	int err, ret = 1;
 
-	if (opts->kernel && opts->backend == BACKEND_SINGLESTEP) {
-		elog("--kernel needs the pt backend: the singlestep backend traces user space only\n");
-		return 2;
-	}
 	/* Without decoding, the capture is the only output. */
 	if (!opts->decode)
 		opts->keep_capture = true;

@@ -96,7 +96,8 @@ static const struct argp_option capture_options[] = {
 	{ "warmup", OPT_WARMUP, "DUR", 0, "Ignore hits until the rings have run for DUR" },
 	{ "duration", OPT_DURATION, "DUR", 0, "Stop after DUR" },
 	{ "snapshot-on-exit", OPT_SNAPSHOT_ON_EXIT, NULL, 0,
-	  "With --duration: take a final snapshot when it elapses" },
+	  "When the session ends before a trigger fired (--duration, Ctrl-C, the target's "
+	  "exit), take a snapshot anyway (always so without triggers)" },
 	{ "dry-run", OPT_DRY_RUN, NULL, 0,
 	  "Run the triggers only and print each fire as a JSON line (no capture)" },
 

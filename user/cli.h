@@ -52,7 +52,7 @@ struct capture_opts {
 	uint64_t cooldown_ns;
 	uint64_t warmup_ns;
 	uint64_t duration_ns;		/* 0: no limit */
-	bool snapshot_on_exit;		/* with --duration: snapshot when it elapses */
+	bool snapshot_on_exit;		/* snapshot at the session's end even if no trigger fired */
 	bool dry_run;			/* triggers only, JSON lines on stdout */
 
 	/* scope */

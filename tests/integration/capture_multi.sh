@@ -15,9 +15,9 @@ for n in 1 2 3; do
 	$EVENTS "$TMP/m.$n.fxt" | grep -q 'instant .*\[trigger\]' || fail "trace $n has no trigger marker"
 done
 [ ! -e "$TMP/m.4.fxt" ] || fail "more than --max-snapshots traces"
-[ "$(grep -c '^ptbpf: snapshot' "$TMP/multi.out")" = 3 ] || fail "not three summaries"
+[ "$(grep -c '^ptbpf: snapshot' "$TMP/multi.err")" = 3 ] || fail "not three summaries"
 # Both triggers fired: level2 is entered before leaf, so the fires alternate.
-grep -q 'trigger   uprobe .*:level2' "$TMP/multi.out" || fail "the level2 trigger never fired"
-grep -q 'trigger   uprobe .*:leaf' "$TMP/multi.out" || fail "the leaf trigger never fired"
+grep -q 'trigger   uprobe .*:level2' "$TMP/multi.err" || fail "the level2 trigger never fired"
+grep -q 'trigger   uprobe .*:leaf' "$TMP/multi.err" || fail "the leaf trigger never fired"
 [ "$(grep -c '^iter' "$TMP/multi.out")" = 8 ] || fail "the target did not run to its end"
 echo "two triggers, three snapshots, three valid traces"

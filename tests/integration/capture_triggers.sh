@@ -18,9 +18,11 @@ case $path in
 esac
 [ "$(marker_arg "$TMP/u.fxt" arg0)" = 5 ] ||
 	fail "uprobe: the marker is not on the 6th call (leaf's argument $(marker_arg "$TMP/u.fxt" arg0))"
-grep -q 'snapshot 1 of cap_chain' "$TMP/uprobe.out" || fail "uprobe: no summary"
-grep -q 'trigger   uprobe' "$TMP/uprobe.out" || fail "uprobe: the summary does not name the trigger"
-grep -q 'ui.perfetto.dev' "$TMP/uprobe.out" || fail "uprobe: the summary does not say how to open it"
+grep -q 'snapshot 1 of cap_chain' "$TMP/uprobe.err" || fail "uprobe: no summary"
+grep -q 'trigger   uprobe' "$TMP/uprobe.err" || fail "uprobe: the summary does not name the trigger"
+grep -q 'ui.perfetto.dev' "$TMP/uprobe.err" || fail "uprobe: the summary does not say how to open it"
+grep -q '^iter 9$' "$TMP/uprobe.out" || fail "uprobe: the command did not run to its end after the snapshot"
+grep -q 'snapshot' "$TMP/uprobe.out" && fail "uprobe: the summary is mixed into the command's output"
 # the kept perf.data decodes to the same trace
 "$PTBPF" decode "$TMP/u.data" -o "$TMP/u2.fxt" 2>"$TMP/u2.err" || fail "ptbpf decode of the capture"
 cmp -s <("$PYTHON" "$FXTCHECK" --stacks "$TMP/u.fxt") <("$PYTHON" "$FXTCHECK" --stacks "$TMP/u2.fxt") ||
@@ -44,6 +46,6 @@ lat=$(marker_arg "$TMP/l.fxt" latency_ns)
 "$PYTHON" "$FXTCHECK" --stacks "$TMP/l.fxt" >"$TMP/l.stacks"
 grep -q ' leaf ' "$TMP/l.stacks" || fail "latency: no leaf slice in the trace"
 grep -Eq 'nanosleep|\[syscall\]' "$TMP/l.stacks" || fail "latency: the slow work (the sleep) is not in the trace"
-grep -q 'latency' "$TMP/latency.out" || fail "latency: the summary does not give the latency"
+grep -q 'latency' "$TMP/latency.err" || fail "latency: the summary does not give the latency"
 no_probes_left "$(cat /proc/self/stat | cut -d' ' -f1)"
 echo "uprobe and latency triggers captured the right moments"

@@ -35,8 +35,9 @@ probe ret-fib recurse fib fib --latency-over 1ns --nth 30
 grep -q '\[uprobes\]' <("$PTBPF" decode --info "$TMP/ret-fib.data" 2>&1) ||
 	fail "ret-fib: no [uprobes] mapping in the sideband"
 # leaf is reached by middle's tail jump; deep never returns (longjmp leaves its frames,
-# so this one runs to the end, never firing); level3 (mangled) throws.
+# so this one runs to the end, never firing: --snapshot-on-exit takes the snapshot at the
+# exit); level3 (mangled) throws.
 probe ret-leaf tailcall leaf middle --latency-over 1ns --nth 6
-probe ret-deep sigjmp deep deep --latency-over 1ns
+probe ret-deep sigjmp deep deep --latency-over 1ns --snapshot-on-exit
 probe entry-level3 cxxexc _Z6level3i level3 --nth 2
 echo "entry uprobes and uretprobes: output unchanged, --verify passed"
