@@ -104,12 +104,12 @@ awk '$2 == "middle" { d = $1; getline; if ($2 != "leaf" || $1 != d) bad = 1; n++
      END { exit bad || !n }' "$TMP/tailcall.stacks" || fail "tailcall: leaf is not middle's sibling"
 
 # Through the [uprobes] trampoline: every return of fib passes through it when fib has
-# a uretprobe (--latency-over above any call: it never fires, the snapshot is taken at
-# exit). ptbpf decodes each as a return to fib's caller, with no error and no resync, so
+# a uretprobe (--latency-over above any call: it never fires; --snapshot-on-exit takes
+# the snapshot at exit). ptbpf decodes each as a return to fib's caller, with no error and no resync, so
 # the sequence is the one perf prints for the same program without the probe; perf
 # itself cannot read the trampoline and loses its trace at each of them.
 timeout 600 "$PTBPF" --backend singlestep --uprobe "$T/recurse:fib" --latency-over 10s \
-	--keep-capture="$TMP/uret.data" --decode=no -- "$T/recurse" >"$TMP/uret.run" 2>&1 ||
+	--snapshot-on-exit --keep-capture="$TMP/uret.data" --decode=no -- "$T/recurse" >"$TMP/uret.run" 2>&1 ||
 	{ cat "$TMP/uret.run"; fail "singlestep capture of recurse with a uretprobe on fib"; }
 "$PTBPF" decode "$TMP/uret.data" --format calls -o "$TMP/uret.calls" --stats \
 	2>"$TMP/uret.stats" || { cat "$TMP/uret.stats"; fail "uret: ptbpf decode"; }
