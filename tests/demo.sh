@@ -30,6 +30,7 @@ if [ -n "${check:-}" ]; then
 	echo
 	echo "The slow request's call path, from $out (depth name begin_ns end_ns):"
 	"$PYTHON" "$check" --stacks "$out" | awk '/handle_request/ { last = NR } { line[NR] = $0 }
-		END { for (i = last; i <= NR && i < last + 40; i++) print line[i] }' \
-		| grep -v ' hash_key ' | head -20
+		END { for (i = last; i <= NR; i++) print line[i] }' |
+		awk '$2 == "hash_key" { n++; next } n { print "  (" n " calls of hash_key)"; n = 0 }
+		{ print } END { if (n) print "  (" n " calls of hash_key)" }' | head -24
 fi

@@ -123,8 +123,10 @@ static const struct argp_option capture_options[] = {
 	{ "buffer-size", OPT_BUFFER_SIZE, "SIZE", 0,
 	  "Per-CPU ring size, a power of two (default 4M)" },
 	{ "cpus", OPT_CPUS, "N", 0, "singlestep: virtual CPUs threads are scheduled on (default 2)" },
-	{ "clock", OPT_CLOCK, "virtual|real", 0,
-	  "singlestep: fixed time per instruction (default) or the TSC at each step" },
+	{ "clock", OPT_CLOCK, "mixed|virtual|real", 0,
+	  "singlestep: mixed (default): 2 ns per instruction, plus the real time while every "
+	  "thread waits in the kernel (sleeps, I/O); virtual: instructions only, "
+	  "deterministic; real: the clock at each step (shows the stepping overhead)" },
 	{ "verify", OPT_VERIFY, NULL, 0,
 	  "singlestep: decode the encoded PT and compare with the stepped instructions" },
 	{ "timing", OPT_TIMING, "tsc|mtc|cyc", 0, "pt: timing packets (default mtc)" },
@@ -462,12 +464,15 @@ static error_t parse_capture_opt(int key, char *arg, struct argp_state *state)
 		o->cpus = (int)v;
 		return 0;
 	case OPT_CLOCK:
-		if (!strcmp(arg, "virtual"))
+		if (!strcmp(arg, "mixed"))
+			o->clock = SS_CLOCK_MIXED;
+		else if (!strcmp(arg, "virtual"))
 			o->clock = SS_CLOCK_VIRTUAL;
 		else if (!strcmp(arg, "real"))
 			o->clock = SS_CLOCK_REAL;
 		else
-			return usage_error(state, "invalid --clock '%s': virtual or real", arg);
+			return usage_error(state, "invalid --clock '%s': mixed, virtual or real",
+					   arg);
 		return 0;
 	case OPT_VERIFY:
 		o->verify = true;
@@ -566,6 +571,7 @@ int cli_parse_capture(int argc, char **argv, struct capture_opts *o)
 		.decode = true,
 		.buffer_size = 4ull << 20,
 		.cpus = 2,
+		.clock = SS_CLOCK_MIXED,
 		.psb_period = -1,
 	};
 	err = cli_parse(&argp, argc, argv, ARGP_IN_ORDER, o);

@@ -35,6 +35,8 @@ enum pt_timing {
 enum ss_clock {
 	SS_CLOCK_VIRTUAL = 0,		/* fixed ns per instruction: deterministic */
 	SS_CLOCK_REAL,			/* TSC read at each step */
+	SS_CLOCK_MIXED,			/* fixed ns per instruction, plus the real time while
+					 * every thread waits in the kernel (the default) */
 };
 
 #define MAX_FILTERS 8

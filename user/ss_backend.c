@@ -110,6 +110,8 @@ struct ss_thread {
 	bool step_known;		/* step_insn is valid */
 	bool in_syscall;		/* inside a system call: the next TRAP_BRKPT ends it */
 	bool syscall_unencoded;		/* the syscall at step_ip is not encoded yet */
+	uint64_t syscall_time;		/* b->now when that syscall was resumed: hardware
+					 * disables tracing as it starts, not as it ends */
 	long sysno;			/* its number, -1 */
 	unsigned long sysarg0;		/* its first argument */
 	int injected;			/* signal delivered with the resume, 0 if none */
@@ -424,8 +426,8 @@ static void trim_verify_logs(struct backend *b)
 	}
 }
 
-static int encode(struct backend *b, struct ss_thread *t, uint64_t ip, struct ss_mm *mm,
-		  const struct ss_insn *insn, uint64_t next)
+static int encode_at(struct backend *b, struct ss_thread *t, uint64_t ip, struct ss_mm *mm,
+		     const struct ss_insn *insn, uint64_t next, uint64_t now)
 {
 	struct ss_vcpu *v;
 	int err;
@@ -438,13 +440,13 @@ static int encode(struct backend *b, struct ss_thread *t, uint64_t ip, struct ss
 		if (err)
 			return err;
 	}
-	err = ss_enc__begin(v->enc, ip, b->now);
+	err = ss_enc__begin(v->enc, ip, now);
 	if (!err)
 		err = ss_enc__end(v->enc, insn, ip, next);
 	if (err)
 		return err;
 	t->last_cpu = t->cpu;
-	t->last_time = b->now;
+	t->last_time = now;
 	if (b->verify && !(++b->steps & 0xffff))
 		trim_verify_logs(b);
 	else if (!b->verify)
@@ -454,13 +456,23 @@ static int encode(struct backend *b, struct ss_thread *t, uint64_t ip, struct ss
 	return 0;
 }
 
-/* The syscall instruction of the step in flight, once it is known to have run. */
+static int encode(struct backend *b, struct ss_thread *t, uint64_t ip, struct ss_mm *mm,
+		  const struct ss_insn *insn, uint64_t next)
+{
+	return encode_at(b, t, ip, mm, insn, next, b->now);
+}
+
+/*
+ * The syscall instruction of the step in flight, once it is known to have run, at the
+ * time it started (the clock may have moved on while it blocked: --clock mixed, real).
+ */
 static int encode_syscall(struct backend *b, struct ss_thread *t)
 {
 	if (!t->syscall_unencoded)
 		return 0;
 	t->syscall_unencoded = false;
-	return encode(b, t, t->step_ip, t->step_mm, &t->step_insn, 0);
+	return encode_at(b, t, t->step_ip, t->step_mm, &t->step_insn, 0,
+			 t->syscall_time ? t->syscall_time : b->now);
 }
 
 /* Tracing on t's CPU stops before `ip` for a reason outside the instructions. */
@@ -510,6 +522,7 @@ static int resume(struct backend *b, struct ss_thread *t)
 		}
 		t->in_syscall = true;
 		t->syscall_unencoded = true;
+		t->syscall_time = b->now;
 	}
 	sig = t->pending_sig;
 	t->pending_sig = 0;
@@ -1109,6 +1122,7 @@ static int idle_wait(struct backend *b, const struct run_hooks *hooks)
 {
 	struct pollfd pfd[17];
 	struct signalfd_siginfo ssi;
+	uint64_t t0 = mono_ns();
 	int n = 0, i;
 
 	pfd[n++] = (struct pollfd){ .fd = b->sigchld_fd, .events = POLLIN };
@@ -1118,6 +1132,9 @@ static int idle_wait(struct backend *b, const struct run_hooks *hooks)
 		return -errno;
 	while (read(b->sigchld_fd, &ssi, sizeof(ssi)) == sizeof(ssi))
 		;
+	/* --clock mixed: every thread waits in the kernel, and that time is real. */
+	if (b->opts->clock == SS_CLOCK_MIXED)
+		b->now += mono_ns() - t0;
 	return 0;
 }
 
@@ -1683,7 +1700,9 @@ static const char *ss_describe(struct backend *b)
 		 "stepped in %.2fs (%.0f/s), clock %s", b->nr_cpus, b->enc_cfg.ring_size >> 10,
 		 b->steps, secs,
 		 secs > 0 ? b->steps / secs : 0.0,
-		 b->opts->clock == SS_CLOCK_REAL ? "real" : "virtual");
+		 b->opts->clock == SS_CLOCK_REAL	 ? "real" :
+		 b->opts->clock == SS_CLOCK_MIXED ? "mixed" :
+						    "virtual");
 	return b->desc;
 }
 
