@@ -340,6 +340,43 @@ static int count_arg(struct argp_state *state, const char *opt, const char *arg,
 	return 0;
 }
 
+/* One of a fixed set of words: --backend pt|singlestep and the like. */
+struct choice {
+	const char *word;
+	int value;
+};
+
+static int choice_arg(struct argp_state *state, const char *opt, const char *arg,
+		      const struct choice *choices, size_t n, int *out)
+{
+	char words[128];
+	size_t i, len = 0;
+
+	for (i = 0; i < n; i++) {
+		if (!strcmp(arg, choices[i].word)) {
+			*out = choices[i].value;
+			return 0;
+		}
+		len += snprintf(words + len, sizeof(words) - len, "%s%s",
+				i ? (i + 1 == n ? " or " : ", ") : "", choices[i].word);
+		if (len >= sizeof(words))
+			len = sizeof(words) - 1;
+	}
+	return usage_error(state, "invalid %s '%s': %s", opt, arg, words);
+}
+
+#define CHOICE(state, opt, arg, choices, out)                                                      \
+	choice_arg(state, opt, arg, choices, sizeof(choices) / sizeof(choices[0]), (int *)(out))
+
+static const struct choice yes_no[] = { { "yes", 1 }, { "no", 0 } };
+static const struct choice backends[] = { { "pt", BACKEND_PT },
+					   { "singlestep", BACKEND_SINGLESTEP } };
+static const struct choice clocks[] = { { "mixed", SS_CLOCK_MIXED },
+					 { "virtual", SS_CLOCK_VIRTUAL },
+					 { "real", SS_CLOCK_REAL } };
+static const struct choice timings[] = { { "tsc", TIMING_TSC }, { "mtc", TIMING_MTC },
+					  { "cyc", TIMING_CYC } };
+
 static error_t parse_capture_opt(int key, char *arg, struct argp_state *state)
 {
 	struct capture_opts *o = state->input;
@@ -428,14 +465,14 @@ static error_t parse_capture_opt(int key, char *arg, struct argp_state *state)
 		free(o->keep_capture_path);
 		o->keep_capture_path = arg ? strdup(arg) : NULL;
 		return arg && !o->keep_capture_path ? ENOMEM : 0;
-	case OPT_DECODE:
-		if (!strcmp(arg, "yes"))
-			o->decode = true;
-		else if (!strcmp(arg, "no"))
-			o->decode = false;
-		else
-			return usage_error(state, "invalid --decode '%s': yes or no", arg);
+	case OPT_DECODE: {
+		int yes = 1;
+
+		if (CHOICE(state, "--decode", arg, yes_no, &yes))
+			return EINVAL;
+		o->decode = yes;
 		return 0;
+	}
 	case OPT_KERNEL:
 		o->kernel = true;
 		return 0;
@@ -445,13 +482,7 @@ static error_t parse_capture_opt(int key, char *arg, struct argp_state *state)
 		o->jobs = (int)v;
 		return 0;
 	case OPT_BACKEND:
-		if (!strcmp(arg, "pt"))
-			o->backend = BACKEND_PT;
-		else if (!strcmp(arg, "singlestep"))
-			o->backend = BACKEND_SINGLESTEP;
-		else
-			return usage_error(state, "invalid --backend '%s': pt or singlestep", arg);
-		return 0;
+		return CHOICE(state, "--backend", arg, backends, &o->backend);
 	case OPT_BUFFER_SIZE:
 		if (parse_size(arg, &v) || v < 4096 || (v & (v - 1)))
 			return usage_error(state, "invalid --buffer-size '%s': a power of two of at "
@@ -464,30 +495,13 @@ static error_t parse_capture_opt(int key, char *arg, struct argp_state *state)
 		o->cpus = (int)v;
 		return 0;
 	case OPT_CLOCK:
-		if (!strcmp(arg, "mixed"))
-			o->clock = SS_CLOCK_MIXED;
-		else if (!strcmp(arg, "virtual"))
-			o->clock = SS_CLOCK_VIRTUAL;
-		else if (!strcmp(arg, "real"))
-			o->clock = SS_CLOCK_REAL;
-		else
-			return usage_error(state, "invalid --clock '%s': mixed, virtual or real",
-					   arg);
-		return 0;
+		return CHOICE(state, "--clock", arg, clocks, &o->clock);
 	case OPT_VERIFY:
 		o->verify = true;
 		return 0;
 	case OPT_TIMING:
-		if (!strcmp(arg, "mtc"))
-			o->timing = TIMING_MTC;
-		else if (!strcmp(arg, "tsc"))
-			o->timing = TIMING_TSC;
-		else if (!strcmp(arg, "cyc"))
-			o->timing = TIMING_CYC;
-		else
-			return usage_error(state, "invalid --timing '%s': tsc, mtc or cyc", arg);
 		o->timing_given = true;
-		return 0;
+		return CHOICE(state, "--timing", arg, timings, &o->timing);
 	case OPT_PSB_PERIOD:
 		if (count_arg(state, "--psb-period", arg, 0, 15, &v))
 			return EINVAL;

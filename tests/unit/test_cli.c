@@ -105,6 +105,36 @@ static void test_capture_runq_and_syscall(void **state)
 	cli_free_capture(&o);
 }
 
+static void test_capture_choices(void **state)
+{
+	char *argv[] = { "ptbpf", "--backend", "singlestep", "--clock", "virtual", "--timing", "cyc",
+			 "--decode=no", "--keep-capture", "x.data", "--", "./bin", NULL };
+	char *bad[] = { "ptbpf", "--backend", "amd", "-p", "1", NULL };
+	struct capture_opts o;
+
+	assert_int_equal(parse(&o, 12, argv), 0);
+	assert_int_equal(o.backend, BACKEND_SINGLESTEP);
+	assert_int_equal(o.clock, SS_CLOCK_VIRTUAL);
+	assert_int_equal(o.timing, TIMING_CYC);
+	assert_true(o.timing_given);
+	assert_false(o.decode);
+	assert_true(o.keep_capture);
+	/* "--keep-capture FILE.data", the DESIGN's spelling, takes the file */
+	assert_string_equal(o.keep_capture_path, "x.data");
+	assert_string_equal(o.cmd[0], "./bin");
+	cli_free_capture(&o);
+	assert_int_equal(parse(&o, 5, bad), 2);
+	cli_free_capture(&o);
+	/* defaults */
+	char *plain[] = { "ptbpf", "-p", "1", NULL };
+	assert_int_equal(parse(&o, 3, plain), 0);
+	assert_int_equal(o.clock, SS_CLOCK_MIXED);
+	assert_int_equal(o.backend, BACKEND_AUTO);
+	assert_true(o.decode);
+	assert_false(o.keep_capture);
+	cli_free_capture(&o);
+}
+
 static void test_capture_usage_errors(void **state)
 {
 	char *no_target[] = { "ptbpf", "--uprobe", "a:b", NULL };
@@ -137,6 +167,7 @@ int main(void)
 		cmocka_unit_test(test_parse_u64),
 		cmocka_unit_test(test_capture_cmdline),
 		cmocka_unit_test(test_capture_runq_and_syscall),
+		cmocka_unit_test(test_capture_choices),
 		cmocka_unit_test(test_capture_usage_errors),
 	};
 
