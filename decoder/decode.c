@@ -1052,7 +1052,7 @@ static const struct ptd_event *lane_head(struct merge *m, struct lane *l, bool t
 	return NULL;
 }
 
-static double now_s(void)
+double ptd_seconds(void)
 {
 	struct timespec ts;
 
@@ -1063,7 +1063,7 @@ static double now_s(void)
 static void progress(struct merge *m, double start, double *last, bool final)
 {
 	uint64_t done = 0, total = 0;
-	double t = now_s();
+	double t = ptd_seconds();
 	size_t i;
 
 	if (!final && (t - start < 1.0 || t - *last < 0.5))
@@ -1095,7 +1095,7 @@ int ptd_decode_streams(struct ptd_stream **streams, size_t nr, int jobs,
 	pthread_t *tids = NULL;
 	int nthreads = 0, err = 0, i;
 	size_t k, x = 0;
-	double start = now_s(), last = 0;
+	double start = ptd_seconds(), last = 0;
 	unsigned long iter = 0;
 
 	m.lanes = calloc(nr ? nr : 1, sizeof(*m.lanes));

@@ -151,7 +151,7 @@ int ptd_aspace_fork(struct ptd_images *im, uint32_t parent, uint32_t pid, uint64
 	if (!ca->maps)
 		return -ENOMEM;
 	memcpy(ca->maps, pa->maps, pa->nr_maps * sizeof(*ca->maps));
-	ca->nr_maps = ca->cap_maps = pa->nr_maps;
+	ca->nr_maps = pa->nr_maps;
 	return c;
 }
 
@@ -219,7 +219,6 @@ static int as_insert(struct ptd_aspace *as, const struct ptd_map *m)
 	free(as->maps);
 	as->maps = out;
 	as->nr_maps = n;
-	as->cap_maps = nr + 2;
 	as->built = false;
 	return 0;
 }
@@ -427,21 +426,6 @@ int ptd_aspace_map_file(struct ptd_images *im, int asi, const char *name, uint64
 	return as_insert(&im->as[asi], &m);
 }
 
-int ptd_aspace_map_bytes(struct ptd_images *im, int asi, const char *name, const void *data,
-			 size_t size, uint64_t vaddr)
-{
-	struct ptd_map m = { .start = vaddr, .end = vaddr + size, .exec = true };
-	int d;
-
-	if (asi < 0 || (uint32_t)asi >= im->nr_as || !size)
-		return -EINVAL;
-	d = dso_of_bytes(im, name, data, size);
-	if (d < 0)
-		return d;
-	m.dso = (uint32_t)d;
-	return as_insert(&im->as[asi], &m);
-}
-
 int ptd_aspace_map_raw(struct ptd_images *im, int asi, const char *path, uint64_t from,
 		       uint64_t to, uint64_t vaddr)
 {
@@ -545,7 +529,6 @@ static int add_section(struct ptd_images *im, struct ptd_aspace *as, struct ptd_
 	if (!d->path) {
 		dso_resolve(im, d);
 		if (!d->path) {
-			im->missing++;
 			if (!d->warned && d->name[0] == '/')
 				elog("warning: %s: binary not found%s%s; its code cannot be "
 				     "decoded and its frames show as %s+0xoff\n", d->name,

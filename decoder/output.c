@@ -595,3 +595,32 @@ int ptd_output_close(struct ptd_output *o, struct decode_stats *stats)
 	free(o);
 	return err;
 }
+
+int ptd_output_run(const struct ptd_output_opts *oo, struct ptd_stream **streams, size_t nr,
+		   const struct ptd_event *extra, size_t nr_extra, struct decode_stats *stats)
+{
+	const struct decode_opts *opts = oo->opts;
+	struct ptd_output *out;
+	struct ptd_sink sink;
+	double t0 = ptd_seconds();
+	int err, e;
+	size_t i;
+
+	err = ptd_output_open(oo, &out, &sink);
+	if (err)
+		return err;
+	err = ptd_decode_streams(streams, nr, opts->jobs > 0 ? opts->jobs : 1, extra, nr_extra,
+				 &sink, opts->progress);
+	if (stats)
+		for (i = 0; i < nr; i++)
+			ptd_stream_stats(streams[i], stats);
+	e = ptd_output_close(out, stats);
+	if (!err)
+		err = e;
+	if (stats)
+		stats->seconds += ptd_seconds() - t0;
+	/* the trace is written either way; --strict makes its errors the command's */
+	if (!err && opts->strict && stats && stats->errors)
+		err = -EIO;
+	return err;
+}

@@ -93,7 +93,7 @@ struct ptd_aspace {
 	uint32_t pid;		/* owning process, UINT32_MAX for the kernel */
 	uint64_t start_time;	/* valid from this time on (exec / fork / first mmap) */
 	struct ptd_map *maps;	/* sorted by start, non-overlapping */
-	uint32_t nr_maps, cap_maps;
+	uint32_t nr_maps;
 	struct pt_image *image;	/* libipt image of the executable maps (built lazily) */
 	bool built;		/* image holds every exec map */
 };
@@ -111,7 +111,6 @@ struct ptd_images {
 	int nr_memfds;
 	pthread_mutex_t lock;		/* image building from decoder threads */
 	bool strict;			/* missing binaries are errors */
-	uint32_t missing;		/* mappings whose binary was not found */
 };
 
 int ptd_images_init(struct ptd_images *im, const char *sysroot, const char *debug_dir,
@@ -130,9 +129,6 @@ int ptd_aspace_find(const struct ptd_images *im, uint32_t pid, uint64_t time);
 int ptd_aspace_map_file(struct ptd_images *im, int as, const char *name, uint64_t start,
 			uint64_t len, uint64_t pgoff, bool exec, const uint8_t *build_id,
 			uint8_t build_id_size);
-/* Add `size` bytes of `data` at `vaddr` (copied into an in-memory file). */
-int ptd_aspace_map_bytes(struct ptd_images *im, int as, const char *name, const void *data,
-			 size_t size, uint64_t vaddr);
 /* The kernel: the PT_LOAD segments of a kcore copy, in an address space of its own that
  * every other one includes. */
 int ptd_images_add_kcore(struct ptd_images *im, const char *kcore);
@@ -231,6 +227,9 @@ int ptd_map_file(const char *path, const uint8_t **buf, size_t *size);
 /* Sets cfg->cpu and the errata that go with it; family 0 leaves both unset. */
 void ptd_config_cpu(struct pt_config *cfg, uint32_t family, uint32_t model, uint32_t stepping);
 
+/* CLOCK_MONOTONIC in seconds (decode times, progress). */
+double ptd_seconds(void);
+
 /* libipt errors at the public boundary: -pte_* -> -errno. */
 int ptd_errno(int pte);
 
@@ -241,7 +240,6 @@ struct ptd_output;
 struct ptd_output_opts {
 	const struct decode_opts *opts;
 	struct symbols *symbols;
-	struct ptd_images *images;
 	uint64_t time_base;		/* ns subtracted from every time (FXT rebase) */
 	const char *const *names;	/* COMM names, indexed by ptd_event.code */
 	const struct pd_trigger *trigger;	/* trigger to mark, NULL if none */
@@ -251,5 +249,12 @@ int ptd_output_open(const struct ptd_output_opts *o, struct ptd_output **out,
 		    struct ptd_sink *sink);
 /* Flushes and closes; fills the call-stack figures of `stats`. */
 int ptd_output_close(struct ptd_output *out, struct decode_stats *stats);
+/*
+ * Open the output, decode `streams` into it (with the sideband events `extra`, with
+ * opts->jobs threads), close it, and add the figures to `stats` (may be NULL).
+ * -EIO under --strict when there were decode errors.
+ */
+int ptd_output_run(const struct ptd_output_opts *o, struct ptd_stream **streams, size_t nr,
+		   const struct ptd_event *extra, size_t nr_extra, struct decode_stats *stats);
 
 #endif /* PTBPF_DECODER_PTD_H */

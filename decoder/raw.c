@@ -11,7 +11,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -67,35 +66,27 @@ void ptd_config_cpu(struct pt_config *cfg, uint32_t family, uint32_t model, uint
 	pt_cpu_errata(&cfg->errata, &cfg->cpu);
 }
 
-static double seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 int ptdecode_raw(const struct raw_decode_opts *raw, const struct decode_opts *opts,
 		 struct decode_stats *stats)
 {
 	struct ptd_stream_opts so = { .fixed_pid = RAW_PID, .fixed_tid = RAW_TID };
 	struct ptd_output_opts oo = { .opts = opts };
-	struct ptd_output *out = NULL;
 	struct ptd_stream *s = NULL;
 	struct symbols *sy = NULL;
 	struct ptd_images im = {};
-	struct ptd_sink sink;
 	struct ptd_event comm;
 	const char *names[1];
 	const uint8_t *buf = NULL;
 	size_t size = 0;
-	double t0 = seconds();
+	double t0 = ptd_seconds();
 	uint64_t first;
 	unsigned i;
 	int as, err;
 
 	if (!raw || !opts || !raw->pt_path || (raw->nr_images && !raw->images))
 		return -EINVAL;
+	if (stats)
+		memset(stats, 0, sizeof(*stats));
 	err = ptd_map_file(raw->pt_path, &buf, &size);
 	if (err) {
 		elog("cannot read %s: %s\n", raw->pt_path,
@@ -157,33 +148,18 @@ int ptdecode_raw(const struct raw_decode_opts *raw, const struct decode_opts *op
 	}
 
 	oo.symbols = sy;
-	oo.images = &im;
 	oo.time_base = first;
 	names[0] = strrchr(raw->pt_path, '/') ? strrchr(raw->pt_path, '/') + 1 : raw->pt_path;
 	oo.names = names;
-	err = ptd_output_open(&oo, &out, &sink);
-	if (err)
-		goto cleanup;
 	comm = (struct ptd_event){
 		.time = first, .pid = RAW_PID, .tid = RAW_TID, .asid = (uint32_t)as,
 		.kind = PTD_COMM, .code = 0,
 	};
-	err = ptd_decode_streams(&s, 1, 1, &comm, 1, &sink, opts->progress);
-	if (stats) {
-		memset(stats, 0, sizeof(*stats));
-		ptd_stream_stats(s, stats);
-	}
-	i = (unsigned)ptd_output_close(out, stats);
-	out = NULL;
-	if (!err)
-		err = (int)i;
 	if (stats)
-		stats->seconds = seconds() - t0;
-	if (!err && opts->strict && stats && stats->errors)
-		err = -EIO;
+		stats->seconds = ptd_seconds() - t0;
+	err = ptd_output_run(&oo, &s, 1, &comm, 1, stats);
 
 cleanup:
-	ptd_output_close(out, NULL);
 	ptd_stream_free(s);
 	symbols__free(sy);
 	ptd_images_fini(&im);

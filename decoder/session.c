@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -63,14 +62,6 @@ struct session {
 	bool timeless;
 	uint64_t last_record_time;
 };
-
-static double seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static int grow(void **v, size_t *cap, size_t nr, size_t elem)
 {
@@ -558,14 +549,12 @@ int ptdecode_capture(const struct capture *cap, const struct decode_opts *opts,
 {
 	struct ptd_output_opts oo = { .opts = opts };
 	struct ptd_stream **streams = NULL;
-	struct ptd_output *out = NULL;
 	struct session ss = { .cap = cap, .opts = opts };
-	struct ptd_sink sink;
 	uint64_t base = UINT64_MAX;
 	bool per_cpu;
-	double t0 = seconds();
+	double t0 = ptd_seconds();
 	size_t i, nr_streams = 0;
-	int err, e;
+	int err;
 
 	if (!cap || !opts)
 		return -EINVAL;
@@ -670,29 +659,14 @@ int ptdecode_capture(const struct capture *cap, const struct decode_opts *opts,
 		base = ss.timeless ? 0 : ss.extra && ss.nr_extra ? ss.extra[0].time : 0;
 
 	oo.symbols = ss.sy;
-	oo.images = &ss.im;
 	oo.time_base = base;
 	oo.names = ss.names;
 	oo.trigger = find_trigger(cap);
-	err = ptd_output_open(&oo, &out, &sink);
-	if (err)
-		goto cleanup;
-	err = ptd_decode_streams(streams, nr_streams, opts->jobs > 0 ? opts->jobs : 1, ss.extra,
-				 ss.nr_extra, &sink, opts->progress);
 	if (stats)
-		for (i = 0; i < nr_streams; i++)
-			ptd_stream_stats(streams[i], stats);
-	e = ptd_output_close(out, stats);
-	out = NULL;
-	if (!err)
-		err = e;
-	if (stats)
-		stats->seconds = seconds() - t0;
-	if (!err && opts->strict && stats && stats->errors)
-		err = -EIO;
+		stats->seconds = ptd_seconds() - t0;
+	err = ptd_output_run(&oo, streams, nr_streams, ss.extra, ss.nr_extra, stats);
 
 cleanup:
-	ptd_output_close(out, NULL);
 	for (i = 0; i < nr_streams; i++)
 		ptd_stream_free(streams[i]);
 	free(streams);
