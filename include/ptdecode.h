@@ -58,7 +58,8 @@ struct raw_image {
 	const char *path;
 	bool elf;			/* ELF: load executable PT_LOAD segments, at `vaddr` as base */
 	uint64_t from, to;		/* raw: file byte range, to == 0 means to the end */
-	uint64_t vaddr;			/* raw: load address; ELF: base added to p_vaddr */
+	uint64_t vaddr;			/* raw: load address; ELF: where its lowest PT_LOAD goes,
+					 * as ptxed --elf FILE:BASE (0: as linked) */
 };
 
 /* Raw PT (ptxed style) with its decoding parameters. */

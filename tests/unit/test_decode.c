@@ -151,6 +151,34 @@ static void write_file(const char *path, const void *data, size_t size)
 	close(fd);
 }
 
+/* An ELF file of type `type` with one executable PT_LOAD of `code` at `vaddr`. */
+static void write_elf(const char *path, uint16_t type, uint64_t vaddr)
+{
+	uint8_t file[0x1000 + sizeof(code)] = {};
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)file;
+	Elf64_Phdr *ph = (Elf64_Phdr *)(file + sizeof(*eh));
+
+	memcpy(eh->e_ident, ELFMAG, SELFMAG);
+	eh->e_ident[EI_CLASS] = ELFCLASS64;
+	eh->e_ident[EI_DATA] = ELFDATA2LSB;
+	eh->e_ident[EI_VERSION] = EV_CURRENT;
+	eh->e_type = type;
+	eh->e_machine = EM_X86_64;
+	eh->e_version = EV_CURRENT;
+	eh->e_phoff = sizeof(*eh);
+	eh->e_ehsize = sizeof(*eh);
+	eh->e_phentsize = sizeof(*ph);
+	eh->e_phnum = 1;
+	ph->p_type = PT_LOAD;
+	ph->p_flags = PF_R | PF_W | PF_X;
+	ph->p_offset = 0x1000;
+	ph->p_vaddr = vaddr;
+	ph->p_filesz = ph->p_memsz = sizeof(code);
+	ph->p_align = 0x1000;
+	memcpy(file + 0x1000, code, sizeof(code));
+	write_file(path, file, sizeof(file));
+}
+
 /* ---- reading results */
 
 static void read_events(void)
@@ -360,6 +388,37 @@ static void test_raw_bad_args(void **state)
 	bad.path = code_path;
 	bad.elf = true;
 	assert_int_equal(ptdecode_raw(&raw, &opts, &st), -ENOEXEC);
+}
+
+static void test_raw_elf_base(void **state)
+{
+	struct decode_opts opts = { .output = out_path, .format = DECODE_CALLS, .jobs = 1 };
+	struct raw_image img = { .elf = true, .vaddr = CODE_BASE };
+	struct raw_decode_opts raw = { .pt_path = pt_path, .images = &img, .nr_images = 1 };
+	struct decode_stats st;
+	char elf[80];
+	struct enc en;
+	size_t n;
+
+	/* linked at 0x1000 (a PIE's code), loaded with --elf FILE:BASE at CODE_BASE */
+	snprintf(elf, sizeof(elf), "%s.elf", code_path);
+	write_elf(elf, ET_DYN, 0x1000);
+	img.path = elf;
+	enc_init(&en);
+	put_psb(&en, 0, CODE_BASE);
+	put_program(&en);
+	n = enc_done(&en);
+	write_file(pt_path, en.buf, n);
+	assert_int_equal(ptdecode_raw(&raw, &opts, &st), 0);
+	read_events();
+	assert_int_equal(st.errors, 0);
+	assert_int_equal(st.calls, 2);
+	expect(find("call", 0), "call", CODE_BASE, CODE_BASE + 0x10);
+	/* without a base it sits where it was linked: nothing at CODE_BASE */
+	img.vaddr = 0;
+	assert_int_equal(ptdecode_raw(&raw, &opts, &st), 0);
+	assert_int_equal(st.errors, 1);
+	unlink(elf);
 }
 
 /* ---- capture mode */
@@ -600,32 +659,11 @@ static void test_capture_uprobe_xol(void **state)
 /* A kcore copy (one PT_LOAD of `code` at `vaddr`) and kallsyms naming its functions. */
 static void make_kcore_dir(const char *dir, uint64_t vaddr)
 {
-	uint8_t file[0x1000 + sizeof(code)] = {};
-	Elf64_Ehdr *eh = (Elf64_Ehdr *)file;
-	Elf64_Phdr *ph = (Elf64_Phdr *)(file + sizeof(*eh));
 	char path[128], syms[256];
 
-	memcpy(eh->e_ident, ELFMAG, SELFMAG);
-	eh->e_ident[EI_CLASS] = ELFCLASS64;
-	eh->e_ident[EI_DATA] = ELFDATA2LSB;
-	eh->e_ident[EI_VERSION] = EV_CURRENT;
-	eh->e_type = ET_CORE;
-	eh->e_machine = EM_X86_64;
-	eh->e_version = EV_CURRENT;
-	eh->e_phoff = sizeof(*eh);
-	eh->e_ehsize = sizeof(*eh);
-	eh->e_phentsize = sizeof(*ph);
-	eh->e_phnum = 1;
-	ph->p_type = PT_LOAD;
-	ph->p_flags = PF_R | PF_W | PF_X;
-	ph->p_offset = 0x1000;
-	ph->p_vaddr = vaddr;
-	ph->p_filesz = ph->p_memsz = sizeof(code);
-	ph->p_align = 0x1000;
-	memcpy(file + 0x1000, code, sizeof(code));
 	assert_int_equal(mkdir(dir, 0700), 0);
 	snprintf(path, sizeof(path), "%s/kcore", dir);
-	write_file(path, file, sizeof(file));
+	write_elf(path, ET_CORE, vaddr);
 	snprintf(syms, sizeof(syms),
 		 "%llx T kernel_entry\n%llx t kernel_leaf\n%llx D some_data\n",
 		 (unsigned long long)vaddr, (unsigned long long)vaddr + 0x10,
@@ -707,6 +745,7 @@ int main(void)
 		cmocka_unit_test(test_raw_time),
 		cmocka_unit_test(test_raw_garbage),
 		cmocka_unit_test(test_raw_bad_args),
+		cmocka_unit_test(test_raw_elf_base),
 		cmocka_unit_test(test_capture_two_cpus),
 		cmocka_unit_test(test_capture_uretprobe),
 		cmocka_unit_test(test_capture_uprobe_xol),
