@@ -62,6 +62,7 @@ struct ptd_output {
 	size_t seen_size, seen_used;
 	uint64_t first_time, last_time;	/* of control-flow events */
 	bool trigger_placed;
+	uint64_t trigger_time;		/* where the marker went, valid if trigger_placed */
 	uint64_t slowest_ns;		/* longest returned call so far */
 	uint32_t slowest_pid, slowest_tid;
 	char slowest_path[512];
@@ -288,6 +289,7 @@ static int trigger_instant(struct ptd_output *o, const struct ptd_event *ev)
 					      .u = t->latency_ns };
 	args[n++] = (struct fxt_arg){ .name = "arg0", .type = FXT_ARG_UINT64, .u = t->arg0 };
 	args[n++] = (struct fxt_arg){ .name = "arg1", .type = FXT_ARG_UINT64, .u = t->arg1 };
+	o->trigger_time = ev->time;
 	return callstack__instant(o->cs, ev->pid, ev->tid, "[trigger]", ev->time, args, n);
 }
 
@@ -558,6 +560,62 @@ fail:
 	return err;
 }
 
+/*
+ * The "ptbpf" track: one slice over the decoded span of a ptbpf capture, its arguments
+ * saying what froze the rings, what recorded them and what the decode found, and the
+ * trigger again as an instant at the moment it fired. Only from the capture itself, so
+ * a capture decoded at once and its perf.data decoded later give the same trace.
+ */
+#define SUMMARY_PID 0x7ffffffeu	/* beyond any Linux pid (PID_MAX_LIMIT is 2^22) */
+
+static int write_summary(struct ptd_output *o, const struct decode_stats *st)
+{
+	const struct capture *cap = o->o.cap;
+	const struct pd_trigger *tr = o->o.trigger;
+	char bytes[256] = "";
+	struct fxt_arg args[FXT_MAX_ARGS];
+	uint64_t end = o->last_time;
+	size_t i, len = 0;
+	unsigned n = 0;
+	int err;
+
+	if (o->trigger_placed && o->trigger_time > end)
+		end = o->trigger_time;
+	for (i = 0; i < cap->nr_aux && len < sizeof(bytes); i++)
+		len += snprintf(bytes + len, sizeof(bytes) - len, "%scpu %u: %" PRIu64,
+				i ? ", " : "", cap->aux[i].cpu, cap->aux[i].size);
+	args[n++] = (struct fxt_arg){ .name = "trigger", .type = FXT_ARG_STRING,
+				      .s = tr->desc ? tr->desc : "" };
+	if (tr->latency_ns)
+		args[n++] = (struct fxt_arg){ .name = "latency_ns", .type = FXT_ARG_UINT64,
+					      .u = tr->latency_ns };
+	args[n++] = (struct fxt_arg){ .name = "trigger_tid", .type = FXT_ARG_UINT32, .u = tr->tid };
+	args[n++] = (struct fxt_arg){ .name = "recorded_by", .type = FXT_ARG_STRING,
+				      .s = cap->host.cpudesc ? cap->host.cpudesc : "" };
+	if (cap->host.hostname)
+		args[n++] = (struct fxt_arg){ .name = "host", .type = FXT_ARG_STRING,
+					      .s = cap->host.hostname };
+	args[n++] = (struct fxt_arg){ .name = "trace_bytes", .type = FXT_ARG_STRING, .s = bytes };
+	if (st) {
+		args[n++] = (struct fxt_arg){ .name = "instructions", .type = FXT_ARG_UINT64,
+					      .u = st->insns };
+		args[n++] = (struct fxt_arg){ .name = "calls", .type = FXT_ARG_UINT64,
+					      .u = st->calls };
+		args[n++] = (struct fxt_arg){ .name = "decode_errors", .type = FXT_ARG_UINT64,
+					      .u = st->errors };
+	}
+	args[n++] = (struct fxt_arg){ .name = "threads", .type = FXT_ARG_UINT64,
+				      .u = o->seen_used };
+	err = fxt_process(o->w, SUMMARY_PID, "ptbpf");
+	err = err ?: fxt_thread(o->w, SUMMARY_PID, SUMMARY_PID, "capture");
+	err = err ?: fxt_complete(o->w, SUMMARY_PID, SUMMARY_PID, "ptbpf", "capture",
+				  o->first_time, end, args, n);
+	if (!err && o->trigger_placed)
+		err = fxt_instant(o->w, SUMMARY_PID, SUMMARY_PID, "ptbpf", "[trigger]",
+				  o->trigger_time, args, 1);
+	return err;
+}
+
 int ptd_output_close(struct ptd_output *o, struct decode_stats *stats)
 {
 	int err = 0, e;
@@ -569,6 +627,8 @@ int ptd_output_close(struct ptd_output *o, struct decode_stats *stats)
 		err = callstack__finish(o->cs);
 		callstack__free(o->cs);
 	}
+	if (!err && o->w && o->o.cap && o->format == DECODE_FXT && o->seen_used)
+		err = write_summary(o, stats);
 	if (o->w) {
 		e = fxt_writer__close(o->w);
 		if (!err)

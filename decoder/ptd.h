@@ -243,6 +243,8 @@ struct ptd_output_opts {
 	uint64_t time_base;		/* ns subtracted from every time (FXT rebase) */
 	const char *const *names;	/* COMM names, indexed by ptd_event.code */
 	const struct pd_trigger *trigger;	/* trigger to mark, NULL if none */
+	const struct capture *cap;	/* a ptbpf capture (it has a trigger record): FXT gets a
+					 * "ptbpf" track summarising it; NULL otherwise */
 };
 
 int ptd_output_open(const struct ptd_output_opts *o, struct ptd_output **out,

@@ -662,6 +662,7 @@ int ptdecode_capture(const struct capture *cap, const struct decode_opts *opts,
 	oo.time_base = base;
 	oo.names = ss.names;
 	oo.trigger = find_trigger(cap);
+	oo.cap = oo.trigger ? cap : NULL;
 	if (stats)
 		stats->seconds = ptd_seconds() - t0;
 	err = ptd_output_run(&oo, streams, nr_streams, ss.extra, ss.nr_extra, stats);

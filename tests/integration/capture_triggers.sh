@@ -23,6 +23,11 @@ grep -q 'trigger   uprobe' "$TMP/uprobe.err" || fail "uprobe: the summary does n
 grep -q 'ui.perfetto.dev' "$TMP/uprobe.err" || fail "uprobe: the summary does not say how to open it"
 grep -q '^iter 9$' "$TMP/uprobe.out" || fail "uprobe: the command did not run to its end after the snapshot"
 grep -q 'snapshot' "$TMP/uprobe.out" && fail "uprobe: the summary is mixed into the command's output"
+# a "ptbpf" track summarises the capture: one slice over it, naming the trigger
+$EVENTS "$TMP/u.fxt" | grep -E '^2147483646 2147483646 complete [0-9]+ capture [0-9]+ trigger=uprobe ' \
+	>"$TMP/u.summary" || fail "uprobe: no ptbpf track summarising the capture"
+grep -q 'recorded_by=ptbpf singlestep' "$TMP/u.summary" || fail "uprobe: the summary misses the backend"
+grep -q 'decode_errors=0' "$TMP/u.summary" || fail "uprobe: the summary misses the decode figures"
 # the kept perf.data decodes to the same trace
 "$PTBPF" decode "$TMP/u.data" -o "$TMP/u2.fxt" 2>"$TMP/u2.err" || fail "ptbpf decode of the capture"
 cmp -s <("$PYTHON" "$FXTCHECK" --stacks "$TMP/u.fxt") <("$PYTHON" "$FXTCHECK" --stacks "$TMP/u2.fxt") ||
