@@ -4,8 +4,6 @@
  * perf.data reader (perfdata_read.c) and writer (perfdata_write.c).
  */
 #include <errno.h>
-#include <gelf.h>
-#include <libelf.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -801,45 +799,4 @@ int pd_record_encode(const struct pd_record *rec, uint64_t sample_type, bool sam
 	h.size = e.n;
 	memcpy(buf, &h, sizeof(h));
 	return e.n;
-}
-
-int pd_elf_build_id(const void *image, size_t size, uint8_t id[20], uint8_t *len)
-{
-	Elf_Scn *scn = NULL;
-	int err = -ENOENT;
-	Elf *elf;
-
-	if (!image || !size || !id || !len)
-		return -EINVAL;
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -ENOTSUP;
-	/* libelf only reads through this pointer (ELF_C_READ_MMAP semantics for memory). */
-	elf = elf_memory((char *)image, size);
-	if (!elf)
-		return -EINVAL;
-	while ((scn = elf_nextscn(elf, scn)) != NULL) {
-		GElf_Shdr shdr;
-		Elf_Data *data;
-		GElf_Nhdr nhdr;
-		size_t off = 0, name_off, desc_off;
-
-		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_NOTE)
-			continue;
-		data = elf_getdata(scn, NULL);
-		if (!data)
-			continue;
-		while ((off = gelf_getnote(data, off, &nhdr, &name_off, &desc_off)) > 0) {
-			if (nhdr.n_type != NT_GNU_BUILD_ID || nhdr.n_namesz != 4 ||
-			    memcmp((char *)data->d_buf + name_off, "GNU", 4) || !nhdr.n_descsz)
-				continue;
-			*len = nhdr.n_descsz > 20 ? 20 : nhdr.n_descsz;
-			memset(id, 0, 20);
-			memcpy(id, (char *)data->d_buf + desc_off, *len);
-			err = 0;
-			goto out;
-		}
-	}
-out:
-	elf_end(elf);
-	return err;
 }

@@ -207,7 +207,4 @@ unsigned int pd_sample_id_pos(uint64_t sample_type);
 /* Feature section name for messages ("hostname", "ptbpf-trigger"...), NULL if unknown. */
 const char *pd_feature_name(unsigned int feat);
 
-/* The build-id note of an ELF image in memory: 0, or -ENOENT if it has none. */
-int pd_elf_build_id(const void *image, size_t size, uint8_t id[20], uint8_t *len);
-
 #endif /* PTBPF_PERFDATA_INT_H */

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "perfdata.h"
 #include "perfdata_int.h"
+#include "symtab.h"
 
 #define WR_BUF (256 * 1024)
 
@@ -251,8 +252,8 @@ static int plan_capture(struct plan *pl)
 		for (i = 0; i < cap->nr_build_ids; i++)
 			if (cap->build_ids[i].filename && !strcmp(cap->build_ids[i].filename, "[vdso]"))
 				have = true;
-		if (!have && !pd_elf_build_id(cap->vdso, cap->vdso_size, pl->vdso_bid.id,
-					      &pl->vdso_bid.size)) {
+		if (!have && !symtab__image_build_id(cap->vdso, cap->vdso_size, pl->vdso_bid.id,
+						     &pl->vdso_bid.size)) {
 			pl->vdso_bid.pid = -1;
 			pl->vdso_bid.misc = PERF_RECORD_MISC_USER;
 			pl->vdso_bid.filename = "[vdso]";

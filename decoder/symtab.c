@@ -389,8 +389,11 @@ out:
 	return err;
 }
 
-/* The NT_GNU_BUILD_ID note of `elf` into id[cap]; returns its size, 0 if none. */
-static uint32_t read_build_id(Elf *elf, uint8_t *id, uint32_t cap)
+/*
+ * The first NT_GNU_BUILD_ID note of `elf` whose descriptor has 1 to `max` bytes: a pointer to
+ * the descriptor (in libelf's data of `elf`) and its size in *size, or NULL if there is none.
+ */
+static const void *find_build_id(Elf *elf, uint32_t max, uint32_t *size)
 {
 	Elf_Scn *scn = NULL;
 
@@ -408,13 +411,26 @@ static uint32_t read_build_id(Elf *elf, uint8_t *id, uint32_t cap)
 		while ((off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
 			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
 			    memcmp((char *)data->d_buf + name_off, "GNU", 4) ||
-			    !nh.n_descsz || nh.n_descsz > cap)
+			    !nh.n_descsz || nh.n_descsz > max)
 				continue;
-			memcpy(id, (char *)data->d_buf + desc_off, nh.n_descsz);
-			return nh.n_descsz;
+			*size = nh.n_descsz;
+			return (char *)data->d_buf + desc_off;
 		}
 	}
-	return 0;
+	return NULL;
+}
+
+/* The NT_GNU_BUILD_ID note of `elf` into id[cap]; returns its size, 0 if none. */
+static uint32_t read_build_id(Elf *elf, uint8_t *id, uint32_t cap)
+{
+	const void *desc;
+	uint32_t size;
+
+	desc = find_build_id(elf, cap, &size);
+	if (!desc)
+		return 0;
+	memcpy(id, desc, size);
+	return size;
 }
 
 static int read_segments(Elf *elf, struct sym_segment **out, uint32_t *nr)
@@ -674,6 +690,39 @@ int symtab__read_build_id(const char *path, uint8_t *id, uint32_t cap, uint32_t 
 	*size = read_build_id(elf, id, cap);
 	elf_close(fd, elf);
 	return *size ? 0 : -ENOENT;
+}
+
+int symtab__image_build_id(const void *image, size_t size, uint8_t id[20], uint8_t *len)
+{
+	const void *desc;
+	uint32_t n;
+	int err = 0;
+	Elf *elf;
+
+	if (!image || !size || !id || !len)
+		return -EINVAL;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOTSUP;
+	/* libelf only reads through this pointer (ELF_C_READ_MMAP semantics for memory). */
+	elf = elf_memory((char *)image, size);
+	if (!elf)
+		return -EINVAL;
+	if (elf_kind(elf) != ELF_K_ELF || gelf_getclass(elf) != ELFCLASS64) {
+		err = -EINVAL;
+		goto out;
+	}
+	desc = find_build_id(elf, UINT32_MAX, &n);
+	if (!desc) {
+		err = -ENOENT;
+		goto out;
+	}
+	/* perf.data holds 20 bytes of build id (perf's BUILD_ID_SIZE): a longer one is cut. */
+	*len = n > 20 ? 20 : n;
+	memset(id, 0, 20);
+	memcpy(id, desc, *len);
+out:
+	elf_end(elf);
+	return err;
 }
 
 void symtab__free(struct symtab *st)

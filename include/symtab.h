@@ -8,6 +8,7 @@
 #define PTBPF_SYMTAB_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct symtab;
@@ -70,5 +71,11 @@ int symtab__load_bias(const struct symtab *st, uint64_t map_start, uint64_t pgof
  */
 int symtab__read_segments(const char *path, struct sym_segment **segs, uint32_t *nr, bool *pie);
 int symtab__read_build_id(const char *path, uint8_t *id, uint32_t cap, uint32_t *size);
+/*
+ * The GNU build-id of an ELF image in memory (the vDSO), as perf.data holds one: at most 20
+ * bytes (a longer one is cut), the rest of id[] zeroed, its length in *len. Returns 0,
+ * -ENOENT if the image has no build-id note, or -EINVAL if it is not a 64-bit ELF image.
+ */
+int symtab__image_build_id(const void *image, size_t size, uint8_t id[20], uint8_t *len);
 
 #endif /* PTBPF_SYMTAB_H */

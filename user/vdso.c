@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-#include <elf.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -65,51 +64,4 @@ int vdso_read(uint8_t **bytes, size_t *size)
 	*bytes = copy;
 	*size = end - start;
 	return 0;
-}
-
-static int note_build_id(const uint8_t *p, size_t len, uint8_t *id, size_t size)
-{
-	size_t off = 0;
-
-	while (off + sizeof(Elf64_Nhdr) <= len) {
-		const Elf64_Nhdr *nh = (const void *)(p + off);
-		size_t name = (nh->n_namesz + 3) & ~3u, desc = (nh->n_descsz + 3) & ~3u;
-		size_t body = off + sizeof(*nh);
-
-		if (name > len - body || desc > len - body - name)
-			return -EINVAL;
-		if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
-		    !memcmp(p + body, "GNU", 4)) {
-			size_t n = nh->n_descsz < size ? nh->n_descsz : size;
-
-			memcpy(id, p + body + name, n);
-			return (int)n;
-		}
-		off = body + name + desc;
-	}
-	return -ENOENT;
-}
-
-int vdso_build_id(const uint8_t *image, size_t image_size, uint8_t *id, size_t size)
-{
-	const Elf64_Ehdr *eh = (const void *)image;
-	int i, n;
-
-	if (!image || image_size < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
-	    eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_phentsize != sizeof(Elf64_Phdr) ||
-	    eh->e_phoff > image_size ||
-	    (size_t)eh->e_phnum * sizeof(Elf64_Phdr) > image_size - eh->e_phoff)
-		return -EINVAL;
-	for (i = 0; i < eh->e_phnum; i++) {
-		const Elf64_Phdr *ph = (const void *)(image + eh->e_phoff) + i * sizeof(*ph);
-
-		if (ph->p_type != PT_NOTE)
-			continue;
-		if (ph->p_offset > image_size || ph->p_filesz > image_size - ph->p_offset)
-			return -EINVAL;
-		n = note_build_id(image + ph->p_offset, ph->p_filesz, id, size);
-		if (n != -ENOENT)
-			return n;
-	}
-	return -ENOENT;
 }

@@ -23,11 +23,4 @@ int vdso_read(uint8_t **bytes, size_t *size);
  */
 int vdso_find(pid_t pid, uint64_t *start, uint64_t *end);
 
-/*
- * The GNU build id of an ELF image in memory (e.g. the vDSO bytes), as perf keys its
- * build-id cache. `id` gets up to `size` bytes. Returns the id length, -ENOENT if the
- * image has no NT_GNU_BUILD_ID note, or -EINVAL if it is not a 64-bit ELF image.
- */
-int vdso_build_id(const uint8_t *image, size_t image_size, uint8_t *id, size_t size);
-
 #endif /* PTBPF_VDSO_H */

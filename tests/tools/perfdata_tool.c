@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "perfdata.h"
+#include "symtab.h"
 #include "trigger.h"
 #include "../../decoder/perfdata_int.h"
 
@@ -581,7 +582,7 @@ static int install_vdso(const char *in, const char *dir)
 		return 1;
 	if (!cap->vdso)
 		return fail(in, "the capture holds no vDSO");
-	err = pd_elf_build_id(cap->vdso, cap->vdso_size, id, &len);
+	err = symtab__image_build_id(cap->vdso, cap->vdso_size, id, &len);
 	if (err)
 		return fail(in, "the capture's vDSO has no build id");
 	for (i = 0; i < len; i++)

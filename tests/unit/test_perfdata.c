@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "perfdata.h"
+#include "symtab.h"
 #include "../../decoder/perfdata_int.h"
 
 #define PT_ID0 11
@@ -591,7 +592,7 @@ static void test_null_args(void **state)
 	assert_int_equal(perfdata_write(tmp_path("null.data"), NULL), -EINVAL);
 	assert_int_equal(perfdata_print_info(NULL, stdout), -EINVAL);
 	assert_int_equal(perfdata_print_info(cap, NULL), -EINVAL);
-	assert_int_equal(pd_elf_build_id(NULL, 8, buf, buf), -EINVAL);
+	assert_int_equal(symtab__image_build_id(NULL, 8, buf, buf), -EINVAL);
 	capture__free(cap);
 }
 
@@ -814,7 +815,7 @@ static void test_writer_fills_in(void **state)
 	assert_string_equal(back->host.arch, "x86_64");
 	assert_int_equal(back->nr_pmus, 2);
 	if (vdso) {
-		assert_int_equal(pd_elf_build_id(vdso, vdso_size, bid, &len), 0);
+		assert_int_equal(symtab__image_build_id(vdso, vdso_size, bid, &len), 0);
 		for (i = 0; i < back->nr_build_ids; i++)
 			if (!strcmp(back->build_ids[i].filename, "[vdso]"))
 				break;

@@ -341,6 +341,47 @@ static void test_read_without_symbols(void **state)
 	assert_int_equal(symtab__read_build_id("/proc/self/exe", buf, 4, &size), -ENOENT);
 }
 
+/* The whole of `path` in a malloc'ed buffer. */
+static char *slurp(const char *path, size_t *size)
+{
+	char chunk[65536], *buf = NULL;
+	FILE *in, *out;
+	size_t n;
+
+	in = fopen(path, "rb");
+	assert_non_null(in);
+	out = open_memstream(&buf, size);
+	assert_non_null(out);
+	while ((n = fread(chunk, 1, sizeof(chunk), in)) > 0)
+		assert_int_equal(fwrite(chunk, 1, n, out), n);
+	fclose(in);
+	assert_int_equal(fclose(out), 0);
+	return buf;
+}
+
+/* The in-memory reader finds the build id the file reader finds, in the same bytes. */
+static void test_image_build_id(void **state)
+{
+	uint8_t file_id[64], id[20], len = 0, zero[20] = { 0 };
+	uint32_t file_size = 0;
+	size_t size = 0;
+	char *image;
+
+	assert_int_equal(symtab__image_build_id(NULL, 8, id, &len), -EINVAL);
+	assert_int_equal(symtab__image_build_id(zero, sizeof(zero), NULL, &len), -EINVAL);
+	assert_int_equal(symtab__image_build_id(zero, sizeof(zero), id, NULL), -EINVAL);
+	assert_int_equal(symtab__image_build_id(zero, 0, id, &len), -EINVAL);
+	assert_int_equal(symtab__image_build_id(zero, sizeof(zero), id, &len), -EINVAL);
+
+	image = slurp("/proc/self/exe", &size);
+	assert_int_equal(symtab__read_build_id("/proc/self/exe", file_id, sizeof(file_id),
+						&file_size), 0);
+	assert_int_equal(symtab__image_build_id(image, size, id, &len), 0);
+	assert_int_equal(len, file_size);
+	assert_memory_equal(id, file_id, len);
+	free(image);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -357,6 +398,7 @@ int main(void)
 		cmocka_unit_test(test_offsets_and_facts),
 		cmocka_unit_test(test_dynsym_only),
 		cmocka_unit_test(test_read_without_symbols),
+		cmocka_unit_test(test_image_build_id),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "symtab.h"
 #include "vdso.h"
 
 static void test_read_matches_auxv(void **state)
@@ -50,16 +51,16 @@ static void test_find_no_such_process(void **state)
 	assert_int_equal(vdso_find(4194305, &s, &e), -ESRCH);
 }
 
+/* The copy has the build id the decoder's ELF reader finds (perf.data's [vdso] entry). */
 static void test_build_id(void **state)
 {
-	uint8_t *bytes = NULL, id[20], zero[20] = { 0 };
+	uint8_t *bytes = NULL, id[20], zero[20] = { 0 }, n = 0;
 	size_t size = 0;
-	int n;
 
 	if (!getauxval(AT_SYSINFO_EHDR))
 		skip();
 	assert_int_equal(vdso_read(&bytes, &size), 0);
-	n = vdso_build_id(bytes, size, id, sizeof(id));
+	assert_int_equal(symtab__image_build_id(bytes, size, id, &n), 0);
 	/* Debian kernels build the vDSO with --build-id (sha1, 20 bytes). */
 	assert_int_equal(n, 20);
 	assert_memory_not_equal(id, zero, sizeof(id));
@@ -68,13 +69,13 @@ static void test_build_id(void **state)
 
 static void test_build_id_invalid(void **state)
 {
-	uint8_t junk[256] = { 0 }, id[20];
+	uint8_t junk[256] = { 0 }, id[20], n;
 
-	assert_int_equal(vdso_build_id(NULL, 0, id, sizeof(id)), -EINVAL);
-	assert_int_equal(vdso_build_id(junk, sizeof(junk), id, sizeof(id)), -EINVAL);
+	assert_int_equal(symtab__image_build_id(NULL, 0, id, &n), -EINVAL);
+	assert_int_equal(symtab__image_build_id(junk, sizeof(junk), id, &n), -EINVAL);
 	memcpy(junk, ELFMAG, SELFMAG);
 	junk[EI_CLASS] = ELFCLASS32;
-	assert_int_equal(vdso_build_id(junk, sizeof(junk), id, sizeof(id)), -EINVAL);
+	assert_int_equal(symtab__image_build_id(junk, sizeof(junk), id, &n), -EINVAL);
 }
 
 int main(void)
