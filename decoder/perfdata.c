@@ -9,6 +9,7 @@
 
 #include "perfdata.h"
 #include "perfdata_int.h"
+#include "trigger.h"
 
 /*
  * Everything a capture points to is owned by it. Small allocations (strings, id arrays)
@@ -410,6 +411,36 @@ const char *pd_record_type_name(uint32_t type)
 		return "TRIGGER";
 	if (type < sizeof(names) / sizeof(names[0]) && names[type])
 		return names[type];
+	return "unknown";
+}
+
+/* Both names of each trigger kind, indexed by enum trigger_kind. */
+static const struct {
+	const char *name;	/* JSON, capture summary, FXT marker */
+	const char *label;	/* decode --info */
+} trigger_kinds[] = {
+	[TRIGGER_UPROBE] = { "uprobe", "uprobe" },
+	[TRIGGER_UPROBE_LATENCY] = { "uprobe_latency", "uprobe latency" },
+	[TRIGGER_RUNQ_LATENCY] = { "runq_latency", "run-queue latency" },
+	[TRIGGER_SYSCALL_LATENCY] = { "syscall_latency", "syscall latency" },
+	[TRIGGER_KPROBE] = { "kprobe", "kprobe" },
+	[TRIGGER_TRACEPOINT] = { "tracepoint", "tracepoint" },
+	[TRIGGER_SIGNAL] = { "signal", "signal" },
+	[TRIGGER_EXIT] = { "exit", "target exit" },
+	[TRIGGER_DURATION] = { "duration", "duration" },
+};
+
+const char *trigger_kind_name(uint32_t kind)
+{
+	if (kind < sizeof(trigger_kinds) / sizeof(trigger_kinds[0]) && trigger_kinds[kind].name)
+		return trigger_kinds[kind].name;
+	return "none";
+}
+
+const char *trigger_kind_label(uint32_t kind)
+{
+	if (kind < sizeof(trigger_kinds) / sizeof(trigger_kinds[0]) && trigger_kinds[kind].label)
+		return trigger_kinds[kind].label;
 	return "unknown";
 }
 

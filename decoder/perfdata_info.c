@@ -2,43 +2,15 @@
 /* Human summary of a capture (`ptbpf decode --info`). */
 #include <errno.h>
 #include <inttypes.h>
-#include <linux/types.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "perfdata.h"
 #include "perfdata_int.h"
-#include "trigger.h"
 
 /* Most mappings and threads listed before "... N more". */
 #define INFO_MAX_LINES 64
-
-static const char *trigger_kind_name(uint32_t kind)
-{
-	switch (kind) {
-	case TRIGGER_UPROBE:
-		return "uprobe";
-	case TRIGGER_UPROBE_LATENCY:
-		return "uprobe latency";
-	case TRIGGER_RUNQ_LATENCY:
-		return "run-queue latency";
-	case TRIGGER_SYSCALL_LATENCY:
-		return "syscall latency";
-	case TRIGGER_KPROBE:
-		return "kprobe";
-	case TRIGGER_TRACEPOINT:
-		return "tracepoint";
-	case TRIGGER_SIGNAL:
-		return "signal";
-	case TRIGGER_EXIT:
-		return "target exit";
-	case TRIGGER_DURATION:
-		return "duration";
-	default:
-		return "unknown";
-	}
-}
 
 /* The intel_pt format bits (sysfs format/), as `perf list` names them. */
 static void print_pt_config(FILE *out, uint64_t config)
@@ -330,7 +302,7 @@ static void print_triggers(const struct capture *cap, FILE *out)
 
 		if (cap->records[i].type != PD_RECORD_PTBPF_TRIGGER)
 			continue;
-		fprintf(out, "%s %s", n ? "           " : "trigger:   ", trigger_kind_name(t->kind));
+		fprintf(out, "%s %s", n ? "           " : "trigger:   ", trigger_kind_label(t->kind));
 		if (t->desc)
 			fprintf(out, " \"%s\"", t->desc);
 		fprintf(out, " (#%u) cpu %d pid %d tid %d at ", t->index, (int)t->cpu, (int)t->pid,

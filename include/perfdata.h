@@ -259,6 +259,14 @@ uint64_t pd_time_to_tsc(const struct pd_pt_info *pt, uint64_t time);
 const char *pd_record_type_name(uint32_t type);
 
 /*
+ * A trigger kind (enum trigger_kind, include/trigger.h; struct pd_trigger.kind) as the JSON
+ * output, the capture summary and the FXT marker spell it ("uprobe_latency"; "none" for a
+ * kind it does not know), and as `ptbpf decode --info` words it ("uprobe latency"; "unknown").
+ */
+const char *trigger_kind_name(uint32_t kind);
+const char *trigger_kind_label(uint32_t kind);
+
+/*
  * Encode `rec` as a raw kernel/perf record (the inverse of pd_record_parse), trailer per
  * `sample_type` when `sample_id_all`. Returns the record size (a multiple of 8), or
  * -ENOSPC if `size` is too small (nothing useful written), -EINVAL for a record that

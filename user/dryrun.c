@@ -19,6 +19,7 @@
 
 #include "commands.h"
 #include "log.h"
+#include "perfdata.h"
 #include "syscalls.h"
 #include "target.h"
 #include "triggers.h"

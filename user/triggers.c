@@ -20,6 +20,7 @@
 #include <libelf.h>
 
 #include "log.h"
+#include "perfdata.h"
 #include "symtab.h"
 #include "syscalls.h"
 #include "triggers.h"
@@ -82,32 +83,6 @@ static int libbpf_print_fn(enum libbpf_print_level level, const char *fmt, va_li
 		return 0;
 	log_vprintf(LOG_DEBUG, fmt, args);
 	return 0;
-}
-
-const char *trigger_kind_name(enum trigger_kind kind)
-{
-	switch (kind) {
-	case TRIGGER_UPROBE:
-		return "uprobe";
-	case TRIGGER_UPROBE_LATENCY:
-		return "uprobe_latency";
-	case TRIGGER_RUNQ_LATENCY:
-		return "runq_latency";
-	case TRIGGER_SYSCALL_LATENCY:
-		return "syscall_latency";
-	case TRIGGER_KPROBE:
-		return "kprobe";
-	case TRIGGER_TRACEPOINT:
-		return "tracepoint";
-	case TRIGGER_SIGNAL:
-		return "signal";
-	case TRIGGER_EXIT:
-		return "exit";
-	case TRIGGER_DURATION:
-		return "duration";
-	default:
-		return "none";
-	}
 }
 
 bool triggers__usage_error(int err)

@@ -142,7 +142,4 @@ void triggers__free(struct triggers *t);
 /* Whether `err` from this module is the user's input or the host's (exit 2), not the job's. */
 bool triggers__usage_error(int err);
 
-/* The name of a trigger kind as the JSON output and the FXT marker spell it ("uprobe"...). */
-const char *trigger_kind_name(enum trigger_kind kind);
-
 #endif /* PTBPF_TRIGGERS_H */

@@ -21,6 +21,7 @@
 
 #include "perfdata.h"
 #include "symtab.h"
+#include "trigger.h"
 #include "../../decoder/perfdata_int.h"
 
 #define PT_ID0 11
@@ -594,6 +595,33 @@ static void test_null_args(void **state)
 	assert_int_equal(perfdata_print_info(cap, NULL), -EINVAL);
 	assert_int_equal(symtab__image_build_id(NULL, 8, buf, buf), -EINVAL);
 	capture__free(cap);
+}
+
+/* Both spellings of every trigger kind, and what an unknown kind is called. */
+static void test_trigger_kind_names(void **state)
+{
+	static const struct {
+		uint32_t kind;
+		const char *name, *label;
+	} k[] = {
+		{ TRIGGER_UPROBE, "uprobe", "uprobe" },
+		{ TRIGGER_UPROBE_LATENCY, "uprobe_latency", "uprobe latency" },
+		{ TRIGGER_RUNQ_LATENCY, "runq_latency", "run-queue latency" },
+		{ TRIGGER_SYSCALL_LATENCY, "syscall_latency", "syscall latency" },
+		{ TRIGGER_KPROBE, "kprobe", "kprobe" },
+		{ TRIGGER_TRACEPOINT, "tracepoint", "tracepoint" },
+		{ TRIGGER_SIGNAL, "signal", "signal" },
+		{ TRIGGER_EXIT, "exit", "target exit" },
+		{ TRIGGER_DURATION, "duration", "duration" },
+		{ TRIGGER_NONE, "none", "unknown" },
+		{ 1234, "none", "unknown" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
+		assert_string_equal(trigger_kind_name(k[i].kind), k[i].name);
+		assert_string_equal(trigger_kind_label(k[i].kind), k[i].label);
+	}
 }
 
 /* Every record kind through encode -> parse, with the longest and with no trailer. */
@@ -1369,6 +1397,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_null_args),
+		cmocka_unit_test(test_trigger_kind_names),
 		cmocka_unit_test(test_record_codec),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_aux_padding),

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "perfdata.h"
 #include "syscalls.h"
 #include "triggers.h"
 
