@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,6 +22,7 @@
 #include "perfdata.h"
 #include "symtab.h"
 #include "syscalls.h"
+#include "tracefs.h"
 #include "triggers.h"
 #include "skel/trigger.skel.h"
 
@@ -67,7 +67,7 @@ struct triggers {
 	struct ring_buffer *rb;
 	trigger_cb cb;
 	void *cb_ctx;
-	char tracefs[32];		/* mount point, "" until needed */
+	const char *tracefs;		/* mount point (tracefs_path()), NULL until needed */
 	char group[32];			/* tracefs group of our probes: ptbpf_<pid> */
 };
 
@@ -296,27 +296,21 @@ cleanup:
 /* The tracefs mount point, mounting it where it is missing (we run as root). */
 static int find_tracefs(struct triggers *t)
 {
-	static const char *const dirs[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
-	char buf[PATH_MAX];
-	size_t i;
+	const char *path;
+	bool mounted;
 
-	if (t->tracefs[0])
+	if (t->tracefs)
 		return 0;
-	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		snprintf(buf, sizeof(buf), "%s/events", dirs[i]);
-		if (!access(buf, F_OK)) {
-			snprintf(t->tracefs, sizeof(t->tracefs), "%s", dirs[i]);
-			return 0;
-		}
+	path = tracefs_path(&mounted);
+	if (!path) {
+		elog("tracefs is not mounted and mounting it on /sys/kernel/tracing failed: %s\n",
+		     strerror(errno));
+		return -EOPNOTSUPP;
 	}
-	if (!mount("nodev", dirs[0], "tracefs", 0, NULL)) {
-		dlog("mounted tracefs on %s\n", dirs[0]);
-		snprintf(t->tracefs, sizeof(t->tracefs), "%s", dirs[0]);
-		return 0;
-	}
-	elog("tracefs is not mounted and mounting it on %s failed: %s\n", dirs[0],
-	     strerror(errno));
-	return -EOPNOTSUPP;
+	if (mounted)
+		dlog("mounted tracefs on %s\n", path);
+	t->tracefs = path;
+	return 0;
 }
 
 static bool tracepoint_exists(struct triggers *t, const char *cat, const char *name)
@@ -343,7 +337,7 @@ static int parse_tracepoint(struct triggers *t, const char *arg, struct trig *tr
 		return -ENOMEM;
 	if (!tracepoint_exists(t, tr->cat, tr->name)) {
 		elog("no tracepoint '%s' in this kernel (see %s/available_events)\n", arg,
-		     t->tracefs[0] ? t->tracefs : "/sys/kernel/tracing");
+		     t->tracefs ?: "/sys/kernel/tracing");
 		return -ENOENT;
 	}
 	return 0;
