@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* The trigger plane's loader side: resolve, configure, load, attach, read. */
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -15,8 +16,6 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
-#include <gelf.h>
-#include <libelf.h>
 
 #include "log.h"
 #include "perfdata.h"
@@ -149,37 +148,30 @@ found:
 }
 
 /*
- * File offset of a link-time address, through the PT_LOAD segment that maps it, for
- * BIN:0xADDR on a stripped binary, which symtab__load() refuses (-ENODATA: no symbols).
+ * File offset of a link-time address, through the executable PT_LOAD segment that maps
+ * it, for BIN:0xADDR on a stripped binary, which symtab__load() refuses (-ENODATA: no
+ * symbols).
  */
 static int addr_to_file_offset(const char *path, uint64_t addr, uint64_t *offset)
 {
-	GElf_Phdr ph;
-	size_t i, n;
-	Elf *elf = NULL;
-	int fd, err = -ENOEXEC;
+	struct sym_segment *segs;
+	uint32_t i, nr;
+	int err;
 
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -ENOEXEC;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &n))
-		goto cleanup;
+	err = symtab__read_segments(path, &segs, &nr, NULL);
+	if (err)
+		return err;
 	err = -ERANGE;
-	for (i = 0; i < n; i++) {
-		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
+	for (i = 0; i < nr; i++) {
+		const struct sym_segment *s = &segs[i];
+
+		if (!(s->flags & PF_X) || addr < s->vaddr || addr >= s->vaddr + s->filesz)
 			continue;
-		if (addr >= ph.p_vaddr && addr < ph.p_vaddr + ph.p_filesz) {
-			*offset = addr - ph.p_vaddr + ph.p_offset;
-			err = 0;
-			break;
-		}
+		*offset = addr - s->vaddr + s->offset;
+		err = 0;
+		break;
 	}
-cleanup:
-	elf_end(elf);
-	close(fd);
+	free(segs);
 	return err;
 }
 
