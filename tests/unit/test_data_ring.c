@@ -411,25 +411,47 @@ static void kring_close(struct kring *k)
 	sched_setaffinity(0, sizeof(set), &set);
 }
 
-static void run_true(void)
+/* Most children one test runs (test_kernel_ring_lost: 61). */
+#define MAX_CHILDREN 64
+
+struct kseen {
+	const struct kring *k;
+	/*
+	 * The /bin/true children this test ran. The event is CPU-wide: it also sees every
+	 * other process on the CPU, such as another test run's /bin/true.
+	 */
+	pid_t children[MAX_CHILDREN];
+	int nr_children;
+	int comm_exec, mmap_true, switches, lost, total;
+	uint64_t last_time;
+};
+
+/* Run /bin/true to its end, as a child this test knows. */
+static void run_true(struct kseen *s)
 {
-	pid_t pid = fork();
+	pid_t pid;
 	int status;
 
+	assert_true(s->nr_children < MAX_CHILDREN);
+	pid = fork();
 	assert_true(pid >= 0);
 	if (!pid) {
 		execl("/bin/true", "true", (char *)NULL);
 		_exit(127);
 	}
+	s->children[s->nr_children++] = pid;
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 }
 
-struct kseen {
-	const struct kring *k;
-	pid_t child;
-	int comm_exec, mmap_true, switches, lost, total;
-	uint64_t last_time;
-};
+static bool our_child(const struct kseen *s, uint32_t pid)
+{
+	int i;
+
+	for (i = 0; i < s->nr_children; i++)
+		if ((uint32_t)s->children[i] == pid)
+			return true;
+	return false;
+}
 
 static int kcheck(void *ctx, const struct perf_event_header *h)
 {
@@ -448,11 +470,13 @@ static int kcheck(void *ctx, const struct perf_event_header *h)
 	s->last_time = r.sample.time;
 	switch (r.type) {
 	case PERF_RECORD_COMM:
-		if ((r.misc & PERF_RECORD_MISC_COMM_EXEC) && !strcmp(r.comm.comm, "true"))
+		if ((r.misc & PERF_RECORD_MISC_COMM_EXEC) && !strcmp(r.comm.comm, "true") &&
+		    our_child(s, r.comm.pid))
 			s->comm_exec++;
 		break;
 	case PERF_RECORD_MMAP2:
-		if (strstr(r.mmap.filename, "/true") && (r.mmap.prot & PROT_EXEC))
+		if (strstr(r.mmap.filename, "/true") && (r.mmap.prot & PROT_EXEC) &&
+		    our_child(s, r.mmap.pid))
 			s->mmap_true++;
 		break;
 	case PERF_RECORD_SWITCH_CPU_WIDE:
@@ -474,7 +498,12 @@ static void test_kernel_ring(void **state)
 
 	if (!kring_open(&k, 16))
 		skip();
-	run_true();
+	run_true(&s);
+	/*
+	 * The event sees every task switch on the CPU, this test's own included: stop it, or
+	 * the kernel may write past the head the drain consumed up to before it is compared.
+	 */
+	assert_int_equal(ioctl(k.fd, PERF_EVENT_IOC_DISABLE, 0), 0);
 	n = data_ring_drain(k.pc, (uint8_t *)k.pc + PAGE, k.data_size, kcheck, &s);
 	assert_true(n > 0);
 	assert_int_equal(s.comm_exec, 1);
@@ -499,7 +528,7 @@ static void test_kernel_ring_wraps(void **state)
 	if (!kring_open(&k, 1))
 		skip();
 	for (i = 0; i < 40; i++) {
-		run_true();
+		run_true(&s);
 		n = data_ring_drain(k.pc, (uint8_t *)k.pc + PAGE, k.data_size, kcheck, &s);
 		assert_true(n >= 0);
 	}
@@ -518,10 +547,10 @@ static void test_kernel_ring_lost(void **state)
 	if (!kring_open(&k, 1))
 		skip();
 	for (i = 0; i < 60; i++)
-		run_true();
+		run_true(&s);
 	assert_true(data_ring_drain(k.pc, (uint8_t *)k.pc + PAGE, k.data_size, kcheck, &s) > 0);
 	/* LOST comes with the next record written after room was made */
-	run_true();
+	run_true(&s);
 	assert_true(data_ring_drain(k.pc, (uint8_t *)k.pc + PAGE, k.data_size, kcheck, &s) > 0);
 	assert_true(s.lost > 0);
 	assert_true(s.comm_exec < 61);
