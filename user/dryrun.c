@@ -20,6 +20,7 @@
 #include "commands.h"
 #include "log.h"
 #include "perfdata.h"
+#include "proc_synth.h"
 #include "syscalls.h"
 #include "target.h"
 #include "triggers.h"
@@ -28,39 +29,6 @@ struct dry_run {
 	struct triggers *trig;
 	__u64 printed;
 };
-
-static void read_comm(__u32 pid, __u32 tid, char *buf, size_t size)
-{
-	char path[64];
-	FILE *f;
-
-	buf[0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", pid ? pid : tid, tid);
-	f = fopen(path, "re");
-	if (!f)
-		return;
-	if (fgets(buf, size, f))
-		buf[strcspn(buf, "\n")] = '\0';
-	fclose(f);
-}
-
-/* The tgid of a thread the BPF side could not name (tp fallback, system-wide). */
-static __u32 tgid_of(__u32 tid)
-{
-	char path[64], line[128];
-	unsigned int tgid = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%u/status", tid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Tgid: %u", &tgid) == 1)
-			break;
-	fclose(f);
-	return tgid;
-}
 
 static void add_u64(struct json_object *o, const char *key, __u64 v)
 {
@@ -98,12 +66,14 @@ static int print_fire(void *ctx, const struct trigger_rec *r)
 	const char *name;
 	char comm[32];
 	__u32 pid = r->pid;
+	long tgid;
 
 	o = json_object_new_object();
 	if (!o)
 		return -ENOMEM;
-	if (!pid)
-		pid = tgid_of(r->tid);
+	/* The tgid of a thread the BPF side could not name (tp fallback, system-wide). */
+	if (!pid && !proc_status_field(r->tid, "Tgid", &tgid))
+		pid = tgid;
 	add_u64(o, "time_ns", r->ktime_ns);
 	add_u64(o, "trigger", r->index);
 	add_str(o, "kind", trigger_kind_name(kind));
@@ -114,7 +84,7 @@ static int print_fire(void *ctx, const struct trigger_rec *r)
 	add_u64(o, "cpu", r->cpu);
 	add_u64(o, "pid", pid);
 	add_u64(o, "tid", r->tid);
-	read_comm(pid, r->tid, comm, sizeof(comm));
+	proc_read_comm(pid ? pid : r->tid, r->tid, comm, sizeof(comm));
 	if (comm[0])
 		add_str(o, "comm", comm);
 	switch (kind) {

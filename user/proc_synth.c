@@ -53,6 +53,50 @@ static int add(struct capture *cap, struct pd_record *rec, const struct pd_sampl
 	return capture__add_record(cap, rec);
 }
 
+int proc_read_comm(pid_t pid, pid_t tid, char *buf, size_t size)
+{
+	char path[64];
+	FILE *f;
+
+	if (!buf || !size)
+		return -EINVAL;
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	if (!fgets(buf, size, f))
+		buf[0] = '\0';
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+int proc_status_field(pid_t pid, const char *key, long *val)
+{
+	char path[64], line[256];
+	int err = -ENOENT;
+	size_t klen;
+	FILE *f;
+
+	if (!key || !val)
+		return -EINVAL;
+	klen = strlen(key);
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, key, klen) || line[klen] != ':')
+			continue;
+		if (sscanf(line + klen + 1, "%ld", val) == 1)
+			err = 0;
+		break;
+	}
+	fclose(f);
+	return err;
+}
+
 static int synth_comms(struct capture *cap, pid_t pid, const struct pd_sample_id *tmpl)
 {
 	char path[64], comm[32];
@@ -67,18 +111,11 @@ static int synth_comms(struct capture *cap, pid_t pid, const struct pd_sample_id
 		return errno == ENOENT ? -ESRCH : -errno;
 	while ((de = readdir(d))) {
 		long tid = strtol(de->d_name, NULL, 10);
-		FILE *f;
 
 		if (tid <= 0)
 			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%ld/comm", pid, tid);
-		f = fopen(path, "re");
-		if (!f)
+		if (proc_read_comm(pid, tid, comm, sizeof(comm)))
 			continue;	/* the thread exited meanwhile */
-		if (!fgets(comm, sizeof(comm), f))
-			comm[0] = '\0';
-		fclose(f);
-		comm[strcspn(comm, "\n")] = '\0';
 		memset(&rec, 0, sizeof(rec));
 		rec.type = PERF_RECORD_COMM;
 		rec.comm.pid = pid;

@@ -4,6 +4,7 @@
  * MMAP2 records the kernel would have written, made from /proc as perf does when it
  * synthesizes events (notes/kernel-pt-abi.md §4.1). Both backends put them at the start
  * of a capture, so the decoder knows the threads and where each executable file is mapped.
+ * Also the /proc readers the rest of user/ shares (a thread's name, a status field).
  */
 #ifndef PTBPF_PROC_SYNTH_H
 #define PTBPF_PROC_SYNTH_H
@@ -27,5 +28,19 @@ int proc_synth_maps_line(char *line, pid_t pid, struct pd_record *rec);
  * or -errno.
  */
 int proc_synth_process(struct capture *cap, pid_t pid, const struct pd_sample_id *tmpl);
+
+/*
+ * The name of thread `tid` of process `pid` (/proc/PID/task/TID/comm) into buf, without its
+ * newline; "" when it cannot be read. Returns 0, -EINVAL without a buffer, or -errno when the
+ * file cannot be opened (the thread is gone).
+ */
+int proc_read_comm(pid_t pid, pid_t tid, char *buf, size_t size);
+
+/*
+ * A numeric field of /proc/PID/status ("Tgid", "TracerPid"...). Returns 0 and *val, -ENOENT
+ * when the file has no such field, -EINVAL without key or val, or -errno when it cannot be
+ * opened (*val is then untouched).
+ */
+int proc_status_field(pid_t pid, const char *key, long *val);
 
 #endif /* PTBPF_PROC_SYNTH_H */

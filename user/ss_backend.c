@@ -43,6 +43,7 @@
 #include "backend.h"
 #include "log.h"
 #include "privs.h"
+#include "proc_synth.h"
 #include "ss_enc.h"
 #include "ss_insn.h"
 #include "ss_mm.h"
@@ -305,27 +306,11 @@ static int on_new_map(void *ctx, struct ss_mm *mm, const struct ss_map *m)
 	return ss_sb__add(b->sb, &r, pid, pid, sb_time(b), 0, SS_ID_SB(0));
 }
 
-static int read_comm(pid_t pid, pid_t tid, char *comm, size_t size)
-{
-	char path[64];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	if (!fgets(comm, size, f))
-		comm[0] = '\0';
-	fclose(f);
-	comm[strcspn(comm, "\n")] = '\0';
-	return 0;
-}
-
 static int emit_comm(struct backend *b, struct ss_thread *t, bool exec)
 {
 	char comm[32];
 
-	if (read_comm(t->proc->pid, t->tid, comm, sizeof(comm)))
+	if (proc_read_comm(t->proc->pid, t->tid, comm, sizeof(comm)))
 		return 0;	/* gone meanwhile */
 	sync_cpus_of(b, t->proc->pid);
 	return ss_sb__comm(b->sb, t->proc->pid, t->tid, comm, exec, sb_time(b), thread_cpu(t));
@@ -755,23 +740,15 @@ static int new_child(struct backend *b, struct ss_thread *parent, int event)
 	unsigned long msg = 0;
 	struct ss_thread *c;
 	struct ss_proc *p = parent->proc;
-	char path[64], line[128];
-	pid_t tid, tgid = 0;
-	FILE *f;
+	long tgid = 0;
+	pid_t tid;
 	int err;
 
 	if (ptrace(PTRACE_GETEVENTMSG, parent->tid, NULL, &msg))
 		return -errno;
 	tid = (pid_t)msg;
 	/* clone() without CLONE_THREAD is a process, whatever event reported it. */
-	snprintf(path, sizeof(path), "/proc/%d/status", tid);
-	f = fopen(path, "re");
-	if (f) {
-		while (fgets(line, sizeof(line), f))
-			if (sscanf(line, "Tgid: %d", &tgid) == 1)
-				break;
-		fclose(f);
-	}
+	proc_status_field(tid, "Tgid", &tgid);
 	if (event != PTRACE_EVENT_CLONE || (tgid && tgid != p->pid)) {
 		struct ss_mm *mm = NULL;
 
@@ -1207,32 +1184,17 @@ out:
 
 /* ---- attach, detach ---- */
 
-/* The tracer of thread `tid` (TracerPid in /proc), 0 if none. */
-static pid_t tracer_of(pid_t tid)
-{
-	char path[64], line[128];
-	int pid = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", tid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "TracerPid: %d", &pid) == 1)
-			break;
-	fclose(f);
-	return pid;
-}
-
 static int seize(struct backend *b, pid_t tid, bool interrupt)
 {
 	if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)b->ptrace_opts)) {
 		int err = -errno;
-		pid_t tracer = err == -EPERM ? tracer_of(tid) : 0;
+		long tracer = 0;
 
+		/* the tracer of the thread (TracerPid), 0 if none */
+		if (err == -EPERM)
+			proc_status_field(tid, "TracerPid", &tracer);
 		if (tracer)
-			elog("cannot trace thread %d: process %d (a debugger?) already traces it\n",
+			elog("cannot trace thread %d: process %ld (a debugger?) already traces it\n",
 			     tid, tracer);
 		else if (err != -ESRCH)
 			elog("cannot trace thread %d: ptrace: %s%s\n", tid, strerror(-err),

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "proc_synth.h"
 #include "target.h"
 
 static int pidfd_open_compat(pid_t pid)
@@ -134,7 +135,6 @@ int target__attach_pid(pid_t pid, struct target **out)
 	char path[64], buf[PATH_MAX];
 	struct target *t;
 	ssize_t n;
-	FILE *f;
 
 	if (kill(pid, 0)) {
 		int err = -errno;
@@ -150,13 +150,7 @@ int target__attach_pid(pid_t pid, struct target **out)
 		return -ENOMEM;
 	t->pid = pid;
 	t->pidfd = pidfd_open_compat(pid);
-	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
-	f = fopen(path, "r");
-	if (f) {
-		if (fgets(t->comm, sizeof(t->comm), f))
-			t->comm[strcspn(t->comm, "\n")] = '\0';
-		fclose(f);
-	}
+	proc_read_comm(pid, pid, t->comm, sizeof(t->comm));
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
 	n = readlink(path, buf, sizeof(buf) - 1);
 	if (n > 0) {

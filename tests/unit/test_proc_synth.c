@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -141,12 +143,73 @@ static void test_process_errors(void **state)
 	capture__free(cap);
 }
 
+/* Whether a thread of this process is called `name`, as proc_read_comm() reads it. */
+static bool have_thread_named(const char *name)
+{
+	char path[64], comm[32];
+	struct dirent *de;
+	bool found = false;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", getpid());
+	d = opendir(path);
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		if (atoi(de->d_name) > 0 &&
+		    !proc_read_comm(getpid(), atoi(de->d_name), comm, sizeof(comm)))
+			found |= !strcmp(comm, name);
+	closedir(d);
+	return found;
+}
+
+/* The /proc readers: a thread's name and a status field, of this process and of none. */
+static void test_proc_readers(void **state)
+{
+	pid_t gone = 4194304;	/* above any pid_max */
+	char comm[32] = "x";
+	pthread_t th;
+	long v = -1;
+
+	pthread_create(&th, NULL, named_thread, NULL);
+	pthread_mutex_lock(&mu);
+	while (stage != 1)
+		pthread_cond_wait(&cv, &mu);
+	pthread_mutex_unlock(&mu);
+	assert_true(have_thread_named("synth-worker"));
+	pthread_mutex_lock(&mu);
+	stage = 2;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+	pthread_join(th, NULL);
+
+	/* the kernel keeps 15 characters of a name */
+	assert_int_equal(proc_read_comm(getpid(), getpid(), comm, sizeof(comm)), 0);
+	assert_true(comm[0] && !strncmp(comm, program_invocation_short_name, 15));
+	assert_int_equal(proc_read_comm(gone, gone, comm, sizeof(comm)), -ENOENT);
+	assert_string_equal(comm, "");
+	assert_int_equal(proc_read_comm(getpid(), getpid(), NULL, 8), -EINVAL);
+	assert_int_equal(proc_read_comm(getpid(), getpid(), comm, 0), -EINVAL);
+
+	assert_int_equal(proc_status_field(getpid(), "Tgid", &v), 0);
+	assert_int_equal(v, getpid());
+	assert_int_equal(proc_status_field(getpid(), "PPid", &v), 0);
+	assert_int_equal(v, getppid());
+	/* a key is a whole field name ("Tg" is not "Tgid"); a missing one leaves v alone */
+	v = -1;
+	assert_int_equal(proc_status_field(getpid(), "Tg", &v), -ENOENT);
+	assert_int_equal(v, -1);
+	assert_int_equal(proc_status_field(gone, "Tgid", &v), -ENOENT);
+	assert_int_equal(proc_status_field(getpid(), NULL, &v), -EINVAL);
+	assert_int_equal(proc_status_field(getpid(), "Tgid", NULL), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_maps_line),
 		cmocka_unit_test(test_process_self),
 		cmocka_unit_test(test_process_errors),
+		cmocka_unit_test(test_proc_readers),
 	};
 
 	return cmocka_run_group_tests_name("proc_synth", tests, NULL, NULL);
