@@ -286,20 +286,10 @@ static void sync_cpus_of(struct backend *b, pid_t pid)
 static int on_new_map(void *ctx, struct ss_mm *mm, const struct ss_map *m)
 {
 	struct backend *b = ctx;
-	struct pd_record r = { .type = PERF_RECORD_MMAP2, .misc = PERF_RECORD_MISC_USER };
 	pid_t pid = ss_mm__pid(mm);
+	struct pd_record r;
 
-	r.mmap.pid = pid;
-	r.mmap.tid = pid;
-	r.mmap.addr = m->start;
-	r.mmap.len = m->end - m->start;
-	r.mmap.pgoff = m->pgoff;
-	r.mmap.maj = m->maj;
-	r.mmap.min = m->min;
-	r.mmap.ino = m->ino;
-	r.mmap.prot = m->prot;
-	r.mmap.flags = m->flags;
-	r.mmap.filename = m->name;
+	ss_map__record(m, pid, &r);
 	sync_cpus_of(b, pid);
 	dlog("singlestep: %d maps %s at %#" PRIx64 "-%#" PRIx64 "\n", pid, m->name, m->start,
 	     m->end);

@@ -283,6 +283,22 @@ int ss_mm__new(pid_t pid, int id, ss_mm_map_cb cb, void *ctx, struct ss_mm **out
 	return 0;
 }
 
+void ss_map__record(const struct ss_map *m, pid_t pid, struct pd_record *r)
+{
+	*r = (struct pd_record){ .type = PERF_RECORD_MMAP2, .misc = PERF_RECORD_MISC_USER };
+	r->mmap.pid = pid;
+	r->mmap.tid = pid;
+	r->mmap.addr = m->start;
+	r->mmap.len = m->end - m->start;
+	r->mmap.pgoff = m->pgoff;
+	r->mmap.maj = m->maj;
+	r->mmap.min = m->min;
+	r->mmap.ino = m->ino;
+	r->mmap.prot = m->prot;
+	r->mmap.flags = m->flags;
+	r->mmap.filename = m->name;
+}
+
 int ss_mm__fork(const struct ss_mm *parent, pid_t child, int id, struct ss_mm **out)
 {
 	struct ss_mm *mm = mm_alloc(child, id, parent->cb, parent->ctx);
@@ -293,21 +309,16 @@ int ss_mm__fork(const struct ss_mm *parent, pid_t child, int id, struct ss_mm **
 		return -ENOMEM;
 	for (i = 0; !err && i < parent->nr_maps; i++) {
 		const struct ss_map *p = &parent->maps[i];
-		struct pd_record r = { .type = PERF_RECORD_MMAP2 };
-		int fd = p->fd >= 0 ? fcntl(p->fd, F_DUPFD_CLOEXEC, 0) : -1;
+		struct pd_record r;
+		int fd;
 
 		if (p->gone)
 			continue;
-		r.mmap.addr = p->start;
-		r.mmap.len = p->end - p->start;
-		r.mmap.pgoff = p->pgoff;
-		r.mmap.prot = p->prot;
-		r.mmap.flags = p->flags;
-		r.mmap.maj = p->maj;
-		r.mmap.min = p->min;
-		r.mmap.ino = p->ino;
-		r.mmap.filename = p->name;
+		fd = p->fd >= 0 ? fcntl(p->fd, F_DUPFD_CLOEXEC, 0) : -1;
+		ss_map__record(p, child, &r);
 		err = add_map(mm, &r, fd);
+		if (err && fd >= 0)
+			close(fd);
 	}
 	for (i = 0; !err && i < parent->nr_pages; i++) {
 		struct ss_page *pg;

@@ -101,4 +101,9 @@ bool ss_mm__has_uprobes(const struct ss_mm *mm);
 /* Executable mappings, including gone ones, in the order they appeared. */
 const struct ss_map *ss_mm__maps(const struct ss_mm *mm, size_t *nr);
 
+struct pd_record;
+
+/* The MMAP2 record of mapping `m` of process `pid` (its filename points to m->name). */
+void ss_map__record(const struct ss_map *m, pid_t pid, struct pd_record *r);
+
 #endif /* PTBPF_SS_MM_H */

@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "perfdata.h"
 #include "ss_insn.h"
 #include "ss_mm.h"
 
@@ -58,6 +59,52 @@ static void test_self_maps(void **state)
 	assert_null(ss_mm__find(mm, 0x1000));
 	ss_mm__free(mm);
 	ss_mm__free(NULL);
+}
+
+/* A forked copy has the same live mappings; each one's MMAP2 record names it. */
+static void test_fork_and_records(void **state)
+{
+	const struct ss_map *maps, *cmaps;
+	struct ss_mm *mm, *child;
+	struct pd_record r;
+	size_t nr, cnr, i;
+
+	assert_int_equal(ss_mm__new(getpid(), 1, NULL, NULL, &mm), 0);
+	assert_int_equal(ss_mm__fork(mm, 4242, 2, &child), 0);
+	assert_int_equal(ss_mm__pid(child), 4242);
+	assert_int_equal(ss_mm__id(child), 2);
+	maps = ss_mm__maps(mm, &nr);
+	cmaps = ss_mm__maps(child, &cnr);
+	assert_true(nr > 0);
+	assert_int_equal(cnr, nr);
+	for (i = 0; i < nr; i++) {
+		assert_int_equal(cmaps[i].start, maps[i].start);
+		assert_int_equal(cmaps[i].end, maps[i].end);
+		assert_int_equal(cmaps[i].pgoff, maps[i].pgoff);
+		assert_int_equal(cmaps[i].prot, maps[i].prot);
+		assert_int_equal(cmaps[i].ino, maps[i].ino);
+		assert_int_equal(cmaps[i].kind, maps[i].kind);
+		assert_string_equal(cmaps[i].name, maps[i].name);
+		assert_true(maps[i].kind != SS_MAP_FILE || cmaps[i].fd >= 0);
+		assert_true(maps[i].kind != SS_MAP_FILE || cmaps[i].fd != maps[i].fd);
+
+		ss_map__record(&cmaps[i], 4242, &r);
+		assert_int_equal(r.type, PERF_RECORD_MMAP2);
+		assert_int_equal(r.misc, PERF_RECORD_MISC_USER);
+		assert_int_equal(r.mmap.pid, 4242);
+		assert_int_equal(r.mmap.tid, 4242);
+		assert_int_equal(r.mmap.addr, maps[i].start);
+		assert_int_equal(r.mmap.len, maps[i].end - maps[i].start);
+		assert_int_equal(r.mmap.pgoff, maps[i].pgoff);
+		assert_int_equal(r.mmap.maj, maps[i].maj);
+		assert_int_equal(r.mmap.min, maps[i].min);
+		assert_int_equal(r.mmap.ino, maps[i].ino);
+		assert_int_equal(r.mmap.prot, maps[i].prot);
+		assert_int_equal(r.mmap.flags, maps[i].flags);
+		assert_ptr_equal(r.mmap.filename, cmaps[i].name);
+	}
+	ss_mm__free(child);
+	ss_mm__free(mm);
 }
 
 /* The decoder's view of our own code equals capstone on the bytes in memory. */
@@ -208,6 +255,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_self_maps),
+		cmocka_unit_test(test_fork_and_records),
 		cmocka_unit_test(test_insn_matches_memory),
 		cmocka_unit_test(test_anon_code_refresh),
 		cmocka_unit_test(test_breakpoint_reads_file),
