@@ -435,8 +435,8 @@ static __always_inline bool tp_tid_in_scope(__u32 tid)
 	return !targ_tgid || bpf_map_lookup_elem(&target_tids, &tid);
 }
 
-SEC("tp/sched/sched_wakeup")
-int tp_sched_wakeup(struct trace_event_raw_sched_wakeup_template *ctx)
+/* A thread of the target became runnable (sched_wakeup, sched_wakeup_new). */
+static __always_inline int tp_wakeup(struct trace_event_raw_sched_wakeup_template *ctx)
 {
 	__u32 tid = ctx->pid;
 
@@ -445,14 +445,16 @@ int tp_sched_wakeup(struct trace_event_raw_sched_wakeup_template *ctx)
 	return tp_ret(0);
 }
 
+SEC("tp/sched/sched_wakeup")
+int tp_sched_wakeup(struct trace_event_raw_sched_wakeup_template *ctx)
+{
+	return tp_wakeup(ctx);
+}
+
 SEC("tp/sched/sched_wakeup_new")
 int tp_sched_wakeup_new(struct trace_event_raw_sched_wakeup_template *ctx)
 {
-	__u32 tid = ctx->pid;
-
-	if (tp_tid_in_scope(tid))
-		runq_enqueue(targ_tgid, tid);
-	return tp_ret(0);
+	return tp_wakeup(ctx);
 }
 
 SEC("tp/sched/sched_switch")
