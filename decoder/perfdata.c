@@ -575,38 +575,35 @@ int pd_record_parse(const void *raw, size_t size, uint64_t sample_type, bool sam
 
 	switch (h->type) {
 	case PERF_RECORD_MMAP:
-		if (len < 32)
+	case PERF_RECORD_MMAP2: {
+		/* MMAP2: MMAP, then device or build id, prot and flags before the name */
+		size_t fixed = h->type == PERF_RECORD_MMAP ? 32 : 64;
+
+		if (len < fixed)
 			return -EINVAL;
 		out->mmap.pid = pd_get32(b);
 		out->mmap.tid = pd_get32(b + 4);
 		out->mmap.addr = pd_get64(b + 8);
 		out->mmap.len = pd_get64(b + 16);
 		out->mmap.pgoff = pd_get64(b + 24);
-		out->mmap.filename = body_str(b + 32, len - 32);
-		return out->mmap.filename ? 0 : -EINVAL;
-	case PERF_RECORD_MMAP2:
-		if (len < 64)
-			return -EINVAL;
-		out->mmap.pid = pd_get32(b);
-		out->mmap.tid = pd_get32(b + 4);
-		out->mmap.addr = pd_get64(b + 8);
-		out->mmap.len = pd_get64(b + 16);
-		out->mmap.pgoff = pd_get64(b + 24);
-		if (h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
-			out->mmap.build_id_size = b[32];
-			if (out->mmap.build_id_size > sizeof(out->mmap.build_id))
-				return -EINVAL;
-			memcpy(out->mmap.build_id, b + 36, sizeof(out->mmap.build_id));
-		} else {
-			out->mmap.maj = pd_get32(b + 32);
-			out->mmap.min = pd_get32(b + 36);
-			out->mmap.ino = pd_get64(b + 40);
-			out->mmap.ino_generation = pd_get64(b + 48);
+		if (h->type == PERF_RECORD_MMAP2) {
+			if (h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
+				out->mmap.build_id_size = b[32];
+				if (out->mmap.build_id_size > sizeof(out->mmap.build_id))
+					return -EINVAL;
+				memcpy(out->mmap.build_id, b + 36, sizeof(out->mmap.build_id));
+			} else {
+				out->mmap.maj = pd_get32(b + 32);
+				out->mmap.min = pd_get32(b + 36);
+				out->mmap.ino = pd_get64(b + 40);
+				out->mmap.ino_generation = pd_get64(b + 48);
+			}
+			out->mmap.prot = pd_get32(b + 56);
+			out->mmap.flags = pd_get32(b + 60);
 		}
-		out->mmap.prot = pd_get32(b + 56);
-		out->mmap.flags = pd_get32(b + 60);
-		out->mmap.filename = body_str(b + 64, len - 64);
+		out->mmap.filename = body_str(b + fixed, len - fixed);
 		return out->mmap.filename ? 0 : -EINVAL;
+	}
 	case PERF_RECORD_COMM:
 		if (len < 8)
 			return -EINVAL;
@@ -749,30 +746,26 @@ int pd_record_encode(const struct pd_record *rec, uint64_t sample_type, bool sam
 
 	switch (rec->type) {
 	case PERF_RECORD_MMAP:
-		put32x2(&e, rec->mmap.pid, rec->mmap.tid);
-		put64(&e, rec->mmap.addr);
-		put64(&e, rec->mmap.len);
-		put64(&e, rec->mmap.pgoff);
-		put_str8(&e, rec->mmap.filename);
-		break;
 	case PERF_RECORD_MMAP2:
 		put32x2(&e, rec->mmap.pid, rec->mmap.tid);
 		put64(&e, rec->mmap.addr);
 		put64(&e, rec->mmap.len);
 		put64(&e, rec->mmap.pgoff);
-		if (rec->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
-			uint8_t bid[24] = { rec->mmap.build_id_size };
+		if (rec->type == PERF_RECORD_MMAP2) {
+			if (rec->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
+				uint8_t bid[24] = { rec->mmap.build_id_size };
 
-			if (rec->mmap.build_id_size > sizeof(rec->mmap.build_id))
-				return -EINVAL;
-			memcpy(bid + 4, rec->mmap.build_id, sizeof(rec->mmap.build_id));
-			put(&e, bid, sizeof(bid));
-		} else {
-			put32x2(&e, rec->mmap.maj, rec->mmap.min);
-			put64(&e, rec->mmap.ino);
-			put64(&e, rec->mmap.ino_generation);
+				if (rec->mmap.build_id_size > sizeof(rec->mmap.build_id))
+					return -EINVAL;
+				memcpy(bid + 4, rec->mmap.build_id, sizeof(rec->mmap.build_id));
+				put(&e, bid, sizeof(bid));
+			} else {
+				put32x2(&e, rec->mmap.maj, rec->mmap.min);
+				put64(&e, rec->mmap.ino);
+				put64(&e, rec->mmap.ino_generation);
+			}
+			put32x2(&e, rec->mmap.prot, rec->mmap.flags);
 		}
-		put32x2(&e, rec->mmap.prot, rec->mmap.flags);
 		put_str8(&e, rec->mmap.filename);
 		break;
 	case PERF_RECORD_COMM:
