@@ -683,6 +683,31 @@ static bool returns_to(uint64_t site, uint64_t to)
 	return site && to > site && to - site <= X86_MAX_INSN;
 }
 
+/*
+ * The deepest of frames 0..below-1 whose call returns to `to`, or -1 (frame 0, a root,
+ * has no call site and never matches).
+ */
+static inline int frame_called_at(const struct cs_thread *th, uint32_t below, uint64_t to)
+{
+	uint32_t i;
+
+	for (i = below; i-- > 0;)
+		if (returns_to(th->st[i].site, to))
+			return i;
+	return -1;
+}
+
+/* The deepest of frames 0..below-1 running function `func` (0: unknown, none), or -1. */
+static inline int frame_running(const struct cs_thread *th, uint32_t below, uint64_t func)
+{
+	uint32_t i;
+
+	for (i = below; func && i-- > 0;)
+		if (th->st[i].func == func)
+			return i;
+	return -1;
+}
+
 /* ---- the API ------------------------------------------------------------------------ */
 
 int callstack__call(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t from, uint64_t to,
@@ -709,8 +734,7 @@ int callstack__return(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t
 {
 	struct cs_sym e;
 	struct cs_thread *th;
-	uint32_t i;
-	int err;
+	int i, err;
 
 	if (!cs)
 		return -EINVAL;
@@ -725,21 +749,19 @@ int callstack__return(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t
 	if (returns_to(th->st[th->depth - 1].site, to))
 		return pop(cs, th, t);
 	/* landing after the call of a deeper frame: longjmp-like, pop through to it */
-	for (i = th->depth - 1; i-- > 0;) {
-		if (returns_to(th->st[i].site, to)) {
-			cs->st.unwinds++;
-			return pop_to(cs, th, i, t);
-		}
+	i = frame_called_at(th, th->depth - 1, to);
+	if (i >= 0) {
+		cs->st.unwinds++;
+		return pop_to(cs, th, i, t);
 	}
 	err = sym_lookup(cs, pid, to, &e);
 	if (err)
 		return fail(cs, err);
 	/* landing inside a deeper frame's function: an unwinder's landing pad */
-	for (i = th->depth - 1; e.start && i-- > 0;) {
-		if (th->st[i].func == e.start) {
-			cs->st.unwinds++;
-			return pop_to(cs, th, i + 1, t);
-		}
+	i = frame_running(th, th->depth - 1, e.start);
+	if (i >= 0) {
+		cs->st.unwinds++;
+		return pop_to(cs, th, i + 1, t);
 	}
 	/* above everything seen: the function returned into was active all along */
 	cs->st.unknown_parents++;
@@ -759,8 +781,7 @@ int callstack__jump(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t f
 	struct cs_frame *top;
 	enum frame_kind kind;
 	uint64_t site;
-	uint32_t i;
-	int err;
+	int i, err;
 
 	if (!cs)
 		return -EINVAL;
@@ -778,17 +799,15 @@ int callstack__jump(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t f
 		cs->st.tail_calls++;
 	} else {
 		/* longjmp: to the return address of a frame's call, or into a deeper body */
-		for (i = th->depth; i-- > 1;) {
-			if (returns_to(th->st[i].site, to)) {
-				cs->st.unwinds++;
-				return pop_to(cs, th, i, t);
-			}
+		i = frame_called_at(th, th->depth, to);
+		if (i >= 0) {
+			cs->st.unwinds++;
+			return pop_to(cs, th, i, t);
 		}
-		for (i = th->depth - 1; e.start && i-- > 0;) {
-			if (th->st[i].func == e.start) {
-				cs->st.unwinds++;
-				return pop_to(cs, th, i + 1, t);
-			}
+		i = frame_running(th, th->depth - 1, e.start);
+		if (i >= 0) {
+			cs->st.unwinds++;
+			return pop_to(cs, th, i + 1, t);
 		}
 	}
 	/* into another function: the frame is replaced and keeps its return address */
@@ -843,8 +862,7 @@ int callstack__start(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t 
 {
 	struct cs_sym e;
 	struct cs_thread *th;
-	uint32_t i;
-	int err;
+	int i, err;
 
 	if (!cs)
 		return -EINVAL;
@@ -857,10 +875,8 @@ int callstack__start(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t 
 		return fail(cs, err);
 	if (!e.start || th->st[th->depth - 1].func == e.start)
 		return 0;
-	for (i = th->depth - 1; i-- > 0;)
-		if (th->st[i].func == e.start)
-			return fail(cs, pop_to(cs, th, i + 1, t));
-	return 0;
+	i = frame_running(th, th->depth - 1, e.start);
+	return i >= 0 ? fail(cs, pop_to(cs, th, i + 1, t)) : 0;
 }
 
 int callstack__error(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t offset,
