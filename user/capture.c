@@ -310,11 +310,10 @@ static int take_snapshot(struct capture_run *run)
 	if (err)
 		goto cleanup;
 	if (data) {
+		/* both print what went wrong */
 		err = output_move_aside(data) ?: perfdata_write(data, cap);
-		if (err) {
-			elog("cannot write %s: %s\n", data, strerror(-err));
+		if (err)
 			goto cleanup;
-		}
 	}
 	if (opts->decode) {
 		struct decode_opts dopts = {

@@ -142,8 +142,10 @@ int output_move_aside(const char *path)
 
 	if (access(path, F_OK))
 		return 0;
-	if (snprintf(old, sizeof(old), "%s.old", path) >= (int)sizeof(old))
+	if (snprintf(old, sizeof(old), "%s.old", path) >= (int)sizeof(old)) {
+		elog("%s exists and cannot be moved aside: its name with .old is too long\n", path);
 		return -ENAMETOOLONG;
+	}
 	if (rename(path, old)) {
 		int err = -errno;
 

@@ -31,7 +31,7 @@ void output_plan__free(struct output_plan *p);
 /* The paths of snapshot `n` (from 1); caller frees. NULL `data` when not kept. */
 int output_plan__paths(const struct output_plan *p, unsigned n, char **fxt, char **data);
 
-/* If `path` exists, rename it to `path`.old and say so. Returns 0 or -errno. */
+/* If `path` exists, rename it to `path`.old and say so. Returns 0 or -errno, said on stderr. */
 int output_move_aside(const char *path);
 
 /* `path` with its extension (".fxt", ".fxt.gz", ".data") replaced by `ext`; caller frees. */

@@ -93,6 +93,15 @@ grep -q '^iter' "$TMP/ro.out" && fail "read-only output: the target ran anyway"
 cap missing -o "$TMP/nodir/x.fxt" -- "$CHAIN" -n 2
 [ "$RC" = 1 ] || fail "missing output directory: ptbpf exited $RC, not 1"
 grep -q 'create the directory first' "$TMP/missing.err" || fail "missing directory: no hint"
+# A capture that does not fit on its disk: exit 1, and one line says so.
+mkdir "$TMP/full"
+mount -t tmpfs -o size=4k tmpfs "$TMP/full" || skip "cannot mount a small tmpfs"
+cap full --keep-capture "$TMP/full/c.data" -o "$TMP/full.fxt" -- "$CHAIN" -n 1
+umount "$TMP/full"
+[ "$RC" = 1 ] || { cat "$TMP/full.err"; fail "full disk: ptbpf exited $RC, not 1"; }
+[ "$(grep -c "cannot write $TMP/full/c.data: No space left on device" "$TMP/full.err")" = 1 ] &&
+	[ "$(grep -c 'cannot\|failed' "$TMP/full.err")" = 1 ] ||
+	{ cat "$TMP/full.err"; fail "full disk: not one line naming the file and ENOSPC"; }
 
 # An existing output is moved aside, not overwritten silently.
 echo old >"$TMP/e.fxt"
