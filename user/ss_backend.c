@@ -693,8 +693,8 @@ static int release_cpu(struct backend *b, struct ss_thread *t)
 
 /*
  * The thread's trace ends where it stands (exit, exit_group of another thread, SIGKILL,
- * which no PTRACE_EVENT_EXIT stop announces): its system call ran, or tracing stops
- * before the instruction it was at.
+ * which no PTRACE_EVENT_EXIT stop announces; a freeze; the CPU given away while it is
+ * blocked): its system call ran, or tracing stops before the instruction it was at.
  */
 static int end_trace(struct backend *b, struct ss_thread *t)
 {
@@ -1055,8 +1055,7 @@ static int schedule(struct backend *b)
 		if (t && b->runq_len) {
 			if (t->state == TS_INFLIGHT && mono_ns() - t->resumed_ns >= SS_BLOCKED_NS) {
 				/* Blocked in the kernel: its syscall ran; give the CPU away. */
-				err = t->in_syscall ? encode_syscall(b, t) :
-						      async_disable(b, t, t->step_ip);
+				err = end_trace(b, t);
 				if (!err)
 					err = switch_out(b, c, false);
 			} else if (t->state == TS_STOPPED && !t->quantum) {
@@ -1472,18 +1471,10 @@ static int ss_freeze(struct backend *b)
 {
 	int c, err = 0;
 
-	for (c = 0; c < b->nr_cpus && !err; c++) {
-		struct ss_thread *t = b->cpus[c].cur;
-
-		if (!t)
-			continue;
-		if (t->state == TS_STOPPED)
-			err = async_disable(b, t, t->ip);
-		else if (t->in_syscall)
-			err = encode_syscall(b, t);
-		else
-			err = async_disable(b, t, t->step_ip);
-	}
+	/* A thread on a CPU is never TS_NEW: it got there from the run queue. */
+	for (c = 0; c < b->nr_cpus && !err; c++)
+		if (b->cpus[c].cur)
+			err = end_trace(b, b->cpus[c].cur);
 	return err;
 }
 
