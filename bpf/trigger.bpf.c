@@ -91,6 +91,18 @@ struct {
 	__type(value, __u64);
 } runq_start SEC(".maps");
 
+/*
+ * The same, for the tp_btf programs: kept in the task itself, which costs a fraction of
+ * an LRU hash update and delete on every wakeup and switch (runqslower does the same).
+ * 0: not waiting.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, __u64);
+} runq_task_start SEC(".maps");
+
 /* tp fallback: threads known to belong to the target (tp records carry no tgid). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -372,22 +384,15 @@ static __always_inline void runq_enqueue(__u32 tgid, __u32 tid)
 	bpf_map_update_elem(&runq_start, &tid, &ts, BPF_ANY);
 }
 
-/* `next` is about to run: fire if it waited runnable longer than the threshold. */
-static __always_inline int runq_switch(__u32 next_tid, __u32 next_tgid, __u32 prev_tid)
+/* `next` is about to run after waiting since `start`: fire if it waited too long. */
+static __always_inline int runq_qualify(__u64 start, __u32 next_tid, __u32 next_tgid,
+					__u32 prev_tid)
 {
 	struct cand c = {};
-	__u64 *tsp, now;
 	__u32 i = runq_index & (MAX_TRIGGERS - 1);
 
-	/* Most switches on a host are other processes': no map lookup for them. */
-	if (next_tgid && !in_scope(next_tgid))
-		return 0;
-	tsp = bpf_map_lookup_elem(&runq_start, &next_tid);
-	if (!tsp)
-		return 0;
-	now = bpf_ktime_get_ns();
-	c.latency_ns = now - *tsp;
-	bpf_map_delete_elem(&runq_start, &next_tid);
+	c.now = bpf_ktime_get_ns();
+	c.latency_ns = c.now - start;
 	__sync_fetch_and_add(&hits[i], 1);
 	if (c.latency_ns <= thresh_ns[i])
 		return 0;
@@ -395,33 +400,75 @@ static __always_inline int runq_switch(__u32 next_tid, __u32 next_tgid, __u32 pr
 	c.kind = TRIGGER_RUNQ_LATENCY;
 	c.pid = next_tgid;
 	c.tid = next_tid;
-	c.now = now;
 	c.aux = prev_tid;
 	return try_fire(&c);
+}
+
+/* The hash's side of a switch (tp programs, gate mode). */
+static __always_inline int runq_switch(__u32 next_tid, __u32 next_tgid, __u32 prev_tid)
+{
+	__u64 *tsp, start;
+
+	/* Most switches on a host are other processes': no map lookup for them. */
+	if (next_tgid && !in_scope(next_tgid))
+		return 0;
+	tsp = bpf_map_lookup_elem(&runq_start, &next_tid);
+	if (!tsp)
+		return 0;
+	start = *tsp;
+	bpf_map_delete_elem(&runq_start, &next_tid);
+	return runq_qualify(start, next_tid, next_tgid, prev_tid);
+}
+
+/* `p` became runnable (tp_btf). Gate mode's switch is a tp program: it reads the hash. */
+/* tp_btf arguments are BTF pointers: read directly, without a bpf_probe_read call each. */
+static __always_inline void runq_enqueue_task(struct task_struct *p)
+{
+	__u32 tgid = p->tgid, tid = p->pid;
+	__u64 *ts;
+
+	if (gate_mode) {
+		runq_enqueue(tgid, tid);
+		return;
+	}
+	if (!tid || !in_scope(tgid))
+		return;
+	ts = bpf_task_storage_get(&runq_task_start, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (ts)
+		*ts = bpf_ktime_get_ns();
 }
 
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(sched_wakeup, struct task_struct *p)
 {
-	runq_enqueue(BPF_CORE_READ(p, tgid), BPF_CORE_READ(p, pid));
+	runq_enqueue_task(p);
 	return 0;
 }
 
 SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(sched_wakeup_new, struct task_struct *p)
 {
-	runq_enqueue(BPF_CORE_READ(p, tgid), BPF_CORE_READ(p, pid));
+	runq_enqueue_task(p);
 	return 0;
 }
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
+	__u32 next_tgid = next->tgid, next_tid = next->pid;
+	__u64 *ts, start;
+
 	/* A preempted thread is runnable again from now on. */
-	if (BPF_CORE_READ(prev, __state) == TASK_RUNNING)
-		runq_enqueue(BPF_CORE_READ(prev, tgid), BPF_CORE_READ(prev, pid));
-	runq_switch(BPF_CORE_READ(next, pid), BPF_CORE_READ(next, tgid),
-		    BPF_CORE_READ(prev, pid));
+	if (prev->__state == TASK_RUNNING)
+		runq_enqueue_task(prev);
+	if (!next_tid || !in_scope(next_tgid))
+		return 0;
+	ts = bpf_task_storage_get(&runq_task_start, next, 0, 0);
+	if (!ts || !*ts)
+		return 0;
+	start = *ts;
+	*ts = 0;
+	runq_qualify(start, next_tid, next_tgid, prev->pid);
 	return 0;
 }
 

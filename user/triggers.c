@@ -547,6 +547,8 @@ static int configure(struct triggers *t, const struct capture_opts *o)
 	}
 	disable_all_programs(t->skel);
 	select_programs(t);
+	/* Only the tp_btf programs use task storage (5.11+): don't ask an older kernel. */
+	bpf_map__set_autocreate(t->skel->maps.runq_task_start, t->tp_btf);
 	return 0;
 }
 
