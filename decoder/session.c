@@ -34,7 +34,8 @@ struct sched_list {
 struct queue {
 	uint32_t cpu, tid;		/* per-CPU: cpu; per-thread: tid (cpu = -1) */
 	uint64_t end;			/* AUX offset just past the last buffer joined */
-	uint8_t *data;			/* joined bytes (malloc) */
+	const uint8_t *bytes;		/* the stream: one AUX buffer's own, or `data` */
+	uint8_t *data;			/* joined bytes, once there are two buffers (malloc) */
 	size_t size, cap;
 	uint64_t first_offset;		/* ordering key */
 };
@@ -488,6 +489,11 @@ static int add_to_queue(struct session *ss, const struct pd_auxtrace *a, bool pe
 		q->tid = per_cpu ? UINT32_MAX : a->tid;
 		q->first_offset = a->offset;
 	}
+	/* Most queues are one buffer: read it where the capture holds it. */
+	if (!q->size) {
+		q->bytes = a->data;
+		goto joined;
+	}
 	if (q->size + a->size > q->cap) {
 		size_t cap = q->cap ? q->cap : 65536;
 		uint8_t *p;
@@ -497,10 +503,14 @@ static int add_to_queue(struct session *ss, const struct pd_auxtrace *a, bool pe
 		p = realloc(q->data, cap);
 		if (!p)
 			return -ENOMEM;
+		if (!q->data)
+			memcpy(p, q->bytes, q->size);
 		q->data = p;
+		q->bytes = p;
 		q->cap = cap;
 	}
 	memcpy(q->data + q->size, a->data, a->size);
+joined:
 	q->size += a->size;
 	q->end = a->offset + a->size;
 	return 0;
@@ -629,7 +639,7 @@ int ptdecode_capture(const struct capture *cap, const struct decode_opts *opts,
 		const struct queue *q = &ss.queues[i];
 		const struct sched_list *sl = per_cpu ? sched_of(&ss, q->cpu) : NULL;
 		struct ptd_stream_opts so = {
-			.buf = q->data,
+			.buf = q->bytes,
 			.size = q->size,
 			.config = ss.config,
 			.clock = ss.clock,
@@ -645,7 +655,7 @@ int ptdecode_capture(const struct capture *cap, const struct decode_opts *opts,
 		};
 		uint64_t t;
 
-		if (!ss.timeless && !ptd_first_time(q->data, q->size, &ss.config, &ss.clock, &t) &&
+		if (!ss.timeless && !ptd_first_time(q->bytes, q->size, &ss.config, &ss.clock, &t) &&
 		    t < base)
 			base = t;
 		err = ptd_stream_new(&so, &streams[i]);
