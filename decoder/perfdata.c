@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "perfdata.h"
 #include "perfdata_int.h"
@@ -27,9 +29,17 @@ struct pd_chunk {
 	max_align_t data[];		/* the memory */
 };
 
+/* A part of a file mapped into the capture (pd_map_file). */
+struct pd_mapping {
+	struct pd_mapping *next;
+	void *addr;
+	size_t len;
+};
+
 struct pd_priv {
 	struct pd_chunk *chunks;	/* newest first; the head is the one being filled */
 	struct pd_chunk *big;		/* big allocations, one per chunk */
+	struct pd_mapping *maps;	/* file ranges mapped by the reader */
 	size_t records_cap;		/* allocated entries of cap->records */
 	size_t aux_cap;			/* allocated entries of cap->aux */
 	size_t build_ids_cap;		/* allocated entries of cap->build_ids */
@@ -70,6 +80,13 @@ void capture__free(struct capture *cap)
 	if (priv) {
 		pd_free_chunks(priv->chunks);
 		pd_free_chunks(priv->big);
+		while (priv->maps) {
+			struct pd_mapping *m = priv->maps;
+
+			priv->maps = m->next;
+			munmap(m->addr, m->len);
+			free(m);
+		}
 		free(priv);
 	}
 	free(cap->attrs);
@@ -114,6 +131,33 @@ void *capture__alloc(struct capture *cap, size_t size)
 	}
 	c->used += size;
 	return (char *)c->data + c->used - size;
+}
+
+void *pd_map_file(struct capture *cap, int fd, uint64_t off, size_t size)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t start = off & ~(uint64_t)(page - 1);
+	struct pd_priv *priv;
+	struct pd_mapping *m;
+	void *addr;
+
+	if (!cap || !cap->priv || !size || size > SIZE_MAX - (off - start))
+		return NULL;
+	priv = cap->priv;
+	m = malloc(sizeof(*m));
+	if (!m)
+		return NULL;
+	m->len = size + (off - start);
+	/* Read-only: populating a writable private map would copy every page. */
+	addr = mmap(NULL, m->len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, (off_t)start);
+	if (addr == MAP_FAILED) {
+		free(m);
+		return NULL;
+	}
+	m->addr = addr;
+	m->next = priv->maps;
+	priv->maps = m;
+	return (char *)addr + (off - start);
 }
 
 char *capture__strdup(struct capture *cap, const char *s)

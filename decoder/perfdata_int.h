@@ -195,6 +195,12 @@ static inline uint32_t pd_get32(const void *p)
 	return v;
 }
 
+/*
+ * [off, off + size) of the file `fd`, mapped read-only for the capture's lifetime
+ * (unmapped by capture__free); NULL if it cannot be mapped (the caller reads instead).
+ */
+void *pd_map_file(struct capture *cap, int fd, uint64_t off, size_t size);
+
 /* Bytes of the sample_id_all trailer for `sample_type`. */
 size_t pd_sample_id_size(uint64_t sample_type);
 

@@ -355,12 +355,16 @@ static int read_auxtrace(struct rd *r, uint64_t off, const uint8_t *p, size_t si
 	if (aux.size) {
 		if (aux.size > SIZE_MAX / 2)
 			return -ENOMEM;
-		data = capture__alloc(r->cap, aux.size);
-		if (!data)
-			return -ENOMEM;
-		err = rd_pread(r, data_off, data, aux.size, "AUXTRACE payload");
-		if (err)
-			return err;
+		/* The trace is the bulk of the file: map it rather than copy it. */
+		data = pd_map_file(r->cap, r->fd, data_off, aux.size);
+		if (!data) {
+			data = capture__alloc(r->cap, aux.size);
+			if (!data)
+				return -ENOMEM;
+			err = rd_pread(r, data_off, data, aux.size, "AUXTRACE payload");
+			if (err)
+				return err;
+		}
 	}
 	/* capture__add_aux() would copy: hand the buffer over instead. */
 	err = capture__add_aux(r->cap, &(struct pd_auxtrace){ .size = 0 }, NULL);

@@ -155,7 +155,8 @@ struct pd_auxtrace {
 	uint32_t idx;			/* mmap index (CPU index in per-CPU mode) */
 	uint32_t tid;			/* thread of a per-thread buffer, -1 (as u32) per CPU */
 	uint32_t cpu;			/* CPU of a per-CPU buffer, -1 (as u32) per thread */
-	uint8_t *data;			/* size bytes of raw PT, owned by the capture */
+	uint8_t *data;			/* size bytes of raw PT, owned by the capture;
+					 * read-only when read from a file (mapped) */
 	uint64_t file_offset;		/* where the payload was in the file (reader), else 0 */
 };
 
