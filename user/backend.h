@@ -84,11 +84,13 @@ struct backend_ops {
 	/* Detach and free; NULL-safe. */
 	void (*close)(struct backend *b);
 	/*
-	 * Optional (NULL if the backend cannot tell): where thread `tid` was last traced,
-	 * its CPU and the capture's time (perf clock ns) there, for the trigger record.
+	 * Optional (NULL if the backend cannot tell): where the trigger belongs on the
+	 * capture's time axis (perf clock ns), and its CPU, for the trigger record. `tid`
+	 * fired at `ktime` (bpf_ktime_get_ns(), CLOCK_MONOTONIC; 0 for a session's end).
 	 * Returns 0 or -ENOENT.
 	 */
-	int (*locate)(struct backend *b, uint32_t tid, uint32_t *cpu, uint64_t *time);
+	int (*locate)(struct backend *b, uint32_t tid, uint64_t ktime, uint32_t *cpu,
+		      uint64_t *time);
 };
 
 extern const struct backend_ops pt_backend_ops;

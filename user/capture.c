@@ -157,7 +157,7 @@ static int add_trigger_record(struct capture *cap, const struct capture_run *run
 	}
 	/* Where the firing thread's trace ends, in the capture's own clock. */
 	if (run->ops->locate)
-		run->ops->locate(run->b, tr->tid, &tr->cpu, &tr->time);
+		run->ops->locate(run->b, tr->tid, tr->ktime, &tr->cpu, &tr->time);
 	tr->desc = desc;
 	return capture__add_record(cap, &r);
 }

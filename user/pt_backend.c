@@ -27,6 +27,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/perf_event.h>
 
@@ -894,6 +895,46 @@ static int pt_resume(struct backend *b)
 	return pt_start(b);
 }
 
+/* TSC -> perf time through the user page's conversion (notes/kernel-pt-abi.md §4.3). */
+static uint64_t tsc_to_perf(const struct pd_record *tc, uint64_t cyc)
+{
+	const typeof(tc->time_conv) *c = &tc->time_conv;
+	uint64_t quot, rem;
+
+	if (c->cap_user_time_short)
+		cyc = c->time_cycles + ((cyc - c->time_cycles) & c->time_mask);
+	quot = cyc >> c->time_shift;
+	rem = cyc & ((1ull << c->time_shift) - 1);
+	return c->time_zero + quot * c->time_mult + ((rem * c->time_mult) >> c->time_shift);
+}
+
+/*
+ * The fire's time on the trace's axis. The BPF record holds bpf_ktime_get_ns()
+ * (CLOCK_MONOTONIC) and the trace runs on the perf clock (TSC through the user page):
+ * the two are read side by side now, and the fire placed the same distance back. Both
+ * advance at the TSC's rate, up to NTP's slew of CLOCK_MONOTONIC (at most 500 ppm of the
+ * few milliseconds between fire and snapshot). Without this the decoder could only put
+ * the trigger at the last sideband record, after the loader's wake-up.
+ */
+static int pt_locate(struct backend *b, uint32_t tid, uint64_t ktime, uint32_t *cpu,
+		     uint64_t *time)
+{
+	struct pd_record tc;
+	struct timespec ts;
+	uint64_t t0, t1, mono;
+
+	if (!b || !b->nr_cpus || !b->cpus[0].pc || !ktime || !time)
+		return -ENOENT;
+	if (data_ring_time_conv(b->cpus[0].pc, &tc) || tc.time_conv.time_shift >= 64)
+		return -ENOENT;
+	t0 = __builtin_ia32_rdtsc();
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	t1 = __builtin_ia32_rdtsc();
+	mono = (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+	*time = tsc_to_perf(&tc, t0 + (t1 - t0) / 2) - (mono - ktime);
+	return 0;
+}
+
 static const char *pt_describe(struct backend *b)
 {
 	return b ? b->desc : "pt";
@@ -912,4 +953,5 @@ const struct backend_ops pt_backend_ops = {
 	.resume = pt_resume,
 	.describe = pt_describe,
 	.close = pt_close,
+	.locate = pt_locate,
 };

@@ -1680,7 +1680,9 @@ static void ss_close(struct backend *b)
 	free(b);
 }
 
-static int ss_locate(struct backend *b, uint32_t tid, uint32_t *cpu, uint64_t *time)
+/* The stepped trace has its own clock: the thread's last step is where it fired. */
+static int ss_locate(struct backend *b, uint32_t tid, uint64_t ktime, uint32_t *cpu,
+		     uint64_t *time)
 {
 	int i;
 
