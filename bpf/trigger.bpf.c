@@ -32,6 +32,12 @@ const volatile __u64 nth = 1;			/* fire from the Nth qualifying hit on */
 const volatile __u64 max_fires = 0;		/* 0: no limit */
 const volatile __u64 cooldown_ns = 0;
 const volatile __u64 warmup_ns = 0;
+/*
+ * A capture freezes the rings at each fire and the target runs on while the loader takes
+ * the snapshot: fires until it re-arms describe untraced time, and must not use up nth or
+ * max_fires, or the later snapshots never come. So one fire per arming.
+ */
+const volatile bool once_per_arm = false;
 const volatile __u32 runq_index = 0;		/* index of the run-queue latency trigger */
 const volatile __u32 kinds[MAX_TRIGGERS] = {};	/* enum trigger_kind per index */
 const volatile __u64 thresh_ns[MAX_TRIGGERS] = {}; /* latency triggers: threshold */
@@ -39,6 +45,8 @@ const volatile __s32 syscall_nrs[MAX_TRIGGERS] = {}; /* syscall triggers: nr, -1
 
 /* Written by the loader once everything is attached; warmup counts from here. */
 __u64 armed_ns = 0;
+/* once_per_arm: a fire since the last arming (cleared by the loader). */
+__u32 disarmed = 0;
 
 /* Counters, per trigger index, read by the loader (-v). */
 __u64 hits[MAX_TRIGGERS] = {};		/* hook ran for a thread in scope */
@@ -147,7 +155,8 @@ struct cand {
 
 /*
  * The run's conditions, in the order a user reads them: hits during warmup or cooldown
- * are ignored; the others are numbered; from the Nth on they fire, up to max_fires.
+ * (or, in a capture, before the loader re-armed) are ignored; the others are numbered;
+ * from the Nth on they fire, up to max_fires.
  * Returns 1 if it fired.
  */
 static __noinline int try_fire(struct cand *c)
@@ -163,10 +172,15 @@ static __noinline int try_fire(struct cand *c)
 	last = last_fire_ns;
 	if (cooldown_ns && last && (__s64)(c->now - last) < (__s64)cooldown_ns)
 		goto suppress;
+	if (once_per_arm && disarmed)
+		goto suppress;
 
 	__sync_fetch_and_add(&qualifying[i], 1);
 	seq = __sync_fetch_and_add(&seq_counter, 1) + 1;
 	if (seq < nth)
+		goto suppress;
+	/* two CPUs may get here at once: one of them fires */
+	if (once_per_arm && __sync_lock_test_and_set(&disarmed, 1))
 		goto suppress;
 	slot = __sync_fetch_and_add(&fire_slots, 1);
 	if (max_fires && slot >= max_fires)

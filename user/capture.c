@@ -451,6 +451,8 @@ int cmd_capture(struct capture_opts *opts)
 	/* Without decoding, the capture is the only output. */
 	if (!opts->decode)
 		opts->keep_capture = true;
+	/* Each fire is a snapshot: none while it is taken (triggers__arm() after resume). */
+	opts->fire_once_per_arm = true;
 	run.ops = choose_backend(opts);
 	run.poll_every = run.ops == &ss_backend_ops ? SS_POLL_EVERY : 1;
 	if (run.ops == &pt_backend_ops && opts->backend == BACKEND_PT) {

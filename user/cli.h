@@ -56,6 +56,8 @@ struct capture_opts {
 	uint64_t duration_ns;		/* 0: no limit */
 	bool snapshot_on_exit;		/* snapshot at the session's end even if no trigger fired */
 	bool dry_run;			/* triggers only, JSON lines on stdout */
+	bool fire_once_per_arm;		/* set by the capture, not an option: after a fire the
+					 * BPF triggers stay quiet until triggers__arm() */
 
 	/* scope */
 	pid_t pid;			/* -p PID, 0 if a command is given */

@@ -538,6 +538,7 @@ static int configure(struct triggers *t, const struct capture_opts *o)
 	ro->max_fires = o->max_snapshots;
 	ro->cooldown_ns = o->cooldown_ns;
 	ro->warmup_ns = o->warmup_ns;
+	ro->once_per_arm = o->fire_once_per_arm;
 	for (i = 0; i < t->nr; i++) {
 		ro->kinds[i] = t->trig[i].kind;
 		ro->thresh_ns[i] = o->triggers[i].latency_ns;
@@ -727,6 +728,7 @@ int triggers__arm(struct triggers *t)
 	if (!t)
 		return -EINVAL;
 	t->skel->bss->armed_ns = mono_ns();
+	__atomic_store_n(&t->skel->bss->disarmed, 0, __ATOMIC_RELEASE);
 	return 0;
 }
 

@@ -72,7 +72,10 @@ int triggers__new(const struct capture_opts *opts, pid_t tgid, enum trigger_atta
 /* Attach (links mode: everything; gate mode: the recording helpers), then arm. */
 int triggers__attach(struct triggers *t);
 
-/* (Re)start the warmup clock: hits before now + --warmup are ignored. */
+/*
+ * (Re)start the warmup clock: hits before now + --warmup are ignored; with
+ * opts->fire_once_per_arm, the triggers may fire again (once).
+ */
 int triggers__arm(struct triggers *t);
 
 /* An fd that is readable (EPOLLIN) when fire records are waiting: the ring buffer map. */

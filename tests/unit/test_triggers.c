@@ -2,16 +2,20 @@
 /* The trigger plane's API: invalid arguments, syscall table, loading for real (root). */
 #include <errno.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "perfdata.h"
 #include "syscalls.h"
+#include "target.h"
 #include "triggers.h"
 
 static int count_cb(void *ctx, const struct trigger_rec *rec)
@@ -147,6 +151,75 @@ static void test_kprobe_loads(void **state)
 	triggers__free(t);
 }
 
+static const char *slow_target(void)
+{
+	static char path[4096];
+	const char *build = getenv("BUILD");
+
+	snprintf(path, sizeof(path), "%s/targets/trig_slow", build ? build : "build");
+	return access(path, X_OK) ? NULL : path;
+}
+
+/* Consume fires until there are `want`, for up to 3 s. */
+static void wait_fires(struct triggers *t, int *fires, int want)
+{
+	int i;
+
+	for (i = 0; i < 300 && *fires < want; i++) {
+		usleep(10000);
+		assert_true(triggers__consume(t, count_cb, fires) >= 0);
+	}
+}
+
+/*
+ * A capture (fire_once_per_arm) fires once per arming: the target runs on while the
+ * loader takes the snapshot, and its hits then must not use up --max-snapshots (nor
+ * describe untraced time). A probe hit about every millisecond, --max-snapshots 3: one
+ * fire after each arming, three in all.
+ */
+static void test_once_per_arm(void **state)
+{
+	struct capture_opts o = { .nth = 1, .max_snapshots = 3, .nr_triggers = 1,
+				  .fire_once_per_arm = true };
+	char spec[4200], cmd[4300];
+	char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+	struct target *target = NULL;
+	struct triggers *t = NULL;
+	struct trigger_stats st;
+	int fires = 0, round;
+
+	if (!can_bpf() || !slow_target()) {
+		printf("SKIP: needs root and the test target trig_slow (make targets)\n");
+		skip();
+	}
+	snprintf(spec, sizeof(spec), "%s:slow_path", slow_target());
+	snprintf(cmd, sizeof(cmd), "exec %s -t 1 -n 100000 -i 1000 -s 0 >/dev/null",
+		 slow_target());
+	o.triggers[0].kind = TRIGGER_UPROBE;
+	o.triggers[0].arg = spec;
+	o.triggers[0].syscall_nr = -1;
+	assert_int_equal(target__spawn(argv, &target), 0);
+	assert_int_equal(triggers__new(&o, target->pid, TRIGGER_ATTACH_LINKS, &t), 0);
+	assert_int_equal(triggers__attach(t), 0);
+	assert_int_equal(target__release(target), 0);
+	for (round = 1; round <= 4; round++) {
+		wait_fires(t, &fires, round < 3 ? round : 3);
+		/* dozens of hits more, none of them fires until the next arming */
+		usleep(50000);
+		assert_true(triggers__consume(t, count_cb, &fires) >= 0);
+		assert_int_equal(fires, round < 3 ? round : 3);
+		assert_int_equal(triggers__arm(t), 0);
+	}
+	assert_int_equal(triggers__stats(t, 0, &st), 0);
+	assert_int_equal(st.fired, 3);
+	assert_true(st.suppressed > 10);
+	triggers__free(t);
+	kill(target->pid, SIGKILL);
+	waitpid(target->pid, NULL, 0);
+	target->spawned = false;	/* reaped */
+	target__free(target);
+}
+
 /* Invalid trigger arguments are refused before anything is loaded. */
 static void test_bad_specs(void **state)
 {
@@ -189,6 +262,7 @@ int main(void)
 		cmocka_unit_test(test_syscall_table),
 		cmocka_unit_test(test_empty),
 		cmocka_unit_test(test_kprobe_loads),
+		cmocka_unit_test(test_once_per_arm),
 		cmocka_unit_test(test_bad_specs),
 	};
 
