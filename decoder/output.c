@@ -67,6 +67,7 @@ struct ptd_output {
 	uint32_t slowest_pid, slowest_tid;
 	char slowest_path[512];
 	int err;
+	int werr;			/* calls format: the first failed write, -errno */
 };
 
 static size_t hash32(uint32_t v, size_t size)
@@ -385,8 +386,10 @@ static int calls_event(struct ptd_output *o, const struct ptd_event *ev)
 	if (fprintf(o->f, "%u/%u %" PRId64 " %s %#" PRIx64 " %#" PRIx64 " %s%s%s\n", ev->pid,
 		    ev->tid, (int64_t)(ev->time - o->o.time_base), kind_names[ev->kind], ev->from,
 		    ev->to,
-		    sym.name, *extra && *sym.name ? " " : "", extra) < 0)
-		return -errno;
+		    sym.name, *extra && *sym.name ? " " : "", extra) < 0) {
+		o->werr = -errno;
+		return o->werr;
+	}
 	return 0;
 }
 
@@ -618,7 +621,7 @@ static int write_summary(struct ptd_output *o, const struct decode_stats *st)
 
 int ptd_output_close(struct ptd_output *o, struct decode_stats *stats)
 {
-	int err = 0, e;
+	int err = 0, werr = 0, e;
 	size_t i;
 
 	if (!o)
@@ -633,12 +636,18 @@ int ptd_output_close(struct ptd_output *o, struct decode_stats *stats)
 		e = fxt_writer__close(o->w);
 		if (!err)
 			err = e;
+		werr = e;
 	}
-	if (o->close_f && fclose(o->f) && !err)
-		err = -errno;
-	else if (!o->close_f && o->f && fflush(o->f) && !err)
-		err = -errno;
+	if (o->f && ferror(o->f))
+		werr = o->werr ?: -EIO;
+	if (o->close_f && fclose(o->f) && !werr)
+		werr = -errno;
+	else if (!o->close_f && o->f && fflush(o->f) && !werr)
+		werr = -errno;
+	if (!err)
+		err = werr;
 	if (stats) {
+		stats->write_err = werr;
 		stats->threads = o->seen_used;
 		stats->first_time = o->first_time;
 		stats->last_time = o->last_time;

@@ -47,6 +47,9 @@ struct decode_stats {
 	uint32_t slowest_pid, slowest_tid;	/* its thread */
 	char slowest_path[512];		/* "main > handle > slow_path" (outermost first, cut
 					 * at the front with "... > " when too long) */
+	int write_err;			/* -errno if the output could not be written (full
+					 * disk, I/O error), 0 otherwise; the decode then
+					 * fails with it and the caller names the file */
 };
 
 /* Decode a capture; output per `opts`. */

@@ -370,7 +370,11 @@ int cmd_decode(int argc, char **argv)
 	if (env.stats && (!err || stats.bytes))
 		print_stats(&stats);
 	if (err) {
-		if (err == -EIO && env.opts.strict && stats.errors)
+		/* the decoder leaves naming the output to its caller: capture says it its way */
+		if (stats.write_err)
+			elog("cannot write %s: %s\n", env.opts.output ? env.opts.output : "stdout",
+			     strerror(-stats.write_err));
+		else if (err == -EIO && env.opts.strict && stats.errors)
 			elog("%" PRIu64 " decode error(s) (--strict)\n", stats.errors);
 		err = 1;
 	}
