@@ -646,6 +646,9 @@ int pd_record_parse(const void *raw, size_t size, uint64_t sample_type, bool sam
 			out->mmap.flags = pd_get32(b + 60);
 		}
 		out->mmap.filename = body_str(b + fixed, len - fixed);
+		/* no mapping ends past the address space (perf's kernel map ends at its top) */
+		if (out->mmap.addr + out->mmap.len < out->mmap.addr)
+			return -EINVAL;
 		return out->mmap.filename ? 0 : -EINVAL;
 	}
 	case PERF_RECORD_COMM:

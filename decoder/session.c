@@ -261,7 +261,8 @@ static int on_mmap(struct session *ss, const struct pd_record *r)
 		exec = r->mmap.prot & 4 /* PROT_EXEC */;
 	else
 		exec = !(r->misc & PERF_RECORD_MISC_MMAP_DATA);
-	if (!exec && strcmp(r->mmap.filename, "[vdso]"))
+	/* nothing mapped, no code to decode there (the reader refuses wrapping ranges) */
+	if ((!exec && strcmp(r->mmap.filename, "[vdso]")) || !r->mmap.len)
 		return 0;
 	as = as_of(ss, r->mmap.pid, rec_time(r));
 	if (as < 0)

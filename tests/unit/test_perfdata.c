@@ -1078,6 +1078,12 @@ static void c_comm_no_nul(uint8_t *b, size_t *s)
 	memset((uint8_t *)h + 16, 'A', h->size - 16 - 32);
 }
 
+static void c_mmap_wraps(uint8_t *b, size_t *s)
+{
+	/* a length that runs past the top of the address space (the decoder cannot map it) */
+	put64((uint8_t *)rec_at(b, PERF_RECORD_MMAP2) + 8 + 16, UINT64_MAX);
+}
+
 static void c_unknown_id(uint8_t *b, size_t *s)
 {
 	struct perf_event_header *h = rec_at(b, PERF_RECORD_COMM);
@@ -1191,6 +1197,7 @@ static const struct corruption corruptions[] = {
 	{ "AUXTRACE payload overflow", c_aux_payload, "AUXTRACE payload of" },
 	{ "AUXTRACE too short", c_aux_short, "AUXTRACE record of 8 bytes" },
 	{ "COMM without NUL", c_comm_no_nul, "malformed COMM record" },
+	{ "MMAP2 past the top", c_mmap_wraps, "malformed MMAP2 record" },
 	{ "unknown sample id", c_unknown_id, "sample id 999 matches no event" },
 	{ "no common id position", c_no_common_id, "no common id position" },
 	{ "sample_id_all differs", c_sample_id_all, "sample_id_all differs" },
