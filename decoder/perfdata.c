@@ -712,7 +712,8 @@ int pd_record_parse(const void *raw, size_t size, uint64_t sample_type, bool sam
 			out->time_conv.cap_user_time_zero = b[40];
 			out->time_conv.cap_user_time_short = b[41];
 		}
-		return 0;
+		/* the kernel's shifts are below 32; 64 and more cannot convert a 64-bit TSC */
+		return out->time_conv.time_shift < 64 ? 0 : -EINVAL;
 	default:
 		return -ENOTSUP;
 	}

@@ -293,6 +293,9 @@ static int parse_auxtrace_info(struct rd *r, uint64_t off, const uint8_t *p, siz
 	pt->time_shift = priv[1];
 	pt->time_mult = priv[2];
 	pt->time_zero = priv[3];
+	if (pt->time_shift >= 64)
+		return rd_err(r, off, "intel_pt time shift %llu cannot convert a 64-bit TSC",
+			      (unsigned long long)pt->time_shift);
 	pt->cap_user_time_zero = priv[4];
 	pt->tsc_bit = priv[5];
 	pt->noretcomp_bit = priv[6];

@@ -1084,6 +1084,17 @@ static void c_mmap_wraps(uint8_t *b, size_t *s)
 	put64((uint8_t *)rec_at(b, PERF_RECORD_MMAP2) + 8 + 16, UINT64_MAX);
 }
 
+static void c_timeconv_shift(uint8_t *b, size_t *s)
+{
+	put64((uint8_t *)rec_at(b, PD_RECORD_TIME_CONV) + 8, 0xffff);
+}
+
+static void c_auxinfo_shift(uint8_t *b, size_t *s)
+{
+	/* private word 1 (after the header, type and padding, and the PMU type) */
+	put64((uint8_t *)rec_at(b, PD_RECORD_AUXTRACE_INFO) + 24, 64);
+}
+
 static void c_unknown_id(uint8_t *b, size_t *s)
 {
 	struct perf_event_header *h = rec_at(b, PERF_RECORD_COMM);
@@ -1198,6 +1209,8 @@ static const struct corruption corruptions[] = {
 	{ "AUXTRACE too short", c_aux_short, "AUXTRACE record of 8 bytes" },
 	{ "COMM without NUL", c_comm_no_nul, "malformed COMM record" },
 	{ "MMAP2 past the top", c_mmap_wraps, "malformed MMAP2 record" },
+	{ "TIME_CONV shift", c_timeconv_shift, "malformed TIME_CONV record" },
+	{ "AUXTRACE_INFO shift", c_auxinfo_shift, "intel_pt time shift 64 cannot convert" },
 	{ "unknown sample id", c_unknown_id, "sample id 999 matches no event" },
 	{ "no common id position", c_no_common_id, "no common id position" },
 	{ "sample_id_all differs", c_sample_id_all, "sample_id_all differs" },
