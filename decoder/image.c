@@ -279,7 +279,15 @@ static bool build_id_matches(const char *path, const struct ptd_dso *d)
 	return size == d->build_id_size && !memcmp(id, d->build_id, size);
 }
 
-/* perf's build-id cache: DIR/.build-id/xx/yyyy... (a file, or a directory with "elf"). */
+static bool is_vdso(const struct ptd_dso *d)
+{
+	return !strcmp(d->name, "[vdso]");
+}
+
+/*
+ * perf's build-id cache: DIR/.build-id/xx/yyyy... is a file, or a directory holding "elf"
+ * (perf names a vDSO's copy "vdso" instead: build_id_cache__basename()).
+ */
 static bool build_id_path(const char *dir, const struct ptd_dso *d, char *buf, size_t size)
 {
 	char hex[2 * sizeof(d->build_id) + 1];
@@ -292,23 +300,25 @@ static bool build_id_path(const char *dir, const struct ptd_dso *d, char *buf, s
 	snprintf(buf, size, "%s/.build-id/%.2s/%s", dir, hex, hex + 2);
 	if (is_regular(buf))
 		return true;
-	snprintf(buf, size, "%s/.build-id/%.2s/%s/elf", dir, hex, hex + 2);
+	snprintf(buf, size, "%s/.build-id/%.2s/%s/%s", dir, hex, hex + 2,
+		 is_vdso(d) ? "vdso" : "elf");
 	return is_regular(buf);
 }
 
 /*
  * Find the file of a dso: the recorded path under --sysroot (when its build-id agrees),
- * else the build-id cache (--debug-dir, then ~/.debug).
+ * else the build-id cache (--debug-dir, then ~/.debug). A vDSO the capture does not hold
+ * (perf record keeps it in its build-id cache only) is looked up there too.
  */
 static void dso_resolve(struct ptd_images *im, struct ptd_dso *d)
 {
 	char buf[PATH_MAX];
 	const char *home = getenv("HOME");
 
-	if (d->path || d->name[0] != '/')
+	if (d->path || (d->name[0] != '/' && !is_vdso(d)))
 		return;
 	snprintf(buf, sizeof(buf), "%s%s", im->sysroot ? im->sysroot : "", d->name);
-	if (is_regular(buf) && build_id_matches(buf, d))
+	if (!is_vdso(d) && is_regular(buf) && build_id_matches(buf, d))
 		goto found;
 	if (build_id_path(im->debug_dir, d, buf, sizeof(buf)))
 		goto found;
@@ -321,7 +331,7 @@ static void dso_resolve(struct ptd_images *im, struct ptd_dso *d)
 	}
 	/* a file whose build-id differs is better than none: decoding will tell */
 	snprintf(buf, sizeof(buf), "%s%s", im->sysroot ? im->sysroot : "", d->name);
-	if (is_regular(buf)) {
+	if (!is_vdso(d) && is_regular(buf)) {
 		if (!d->warned)
 			elog("warning: %s: build-id differs from the capture's; using it anyway\n",
 			     buf);
@@ -534,6 +544,10 @@ static int add_section(struct ptd_images *im, struct ptd_aspace *as, struct ptd_
 				     "decoded and its frames show as %s+0xoff\n", d->name,
 				     im->sysroot ? " under " : "", im->sysroot ? im->sysroot : "",
 				     strrchr(d->name, '/') + 1);
+			else if (!d->warned && is_vdso(d))
+				/* -v only: every perf capture maps one, few traces enter it */
+				vlog("[vdso]: neither in the capture nor in a build-id cache "
+				     "(--debug-dir, ~/.debug); code run in it cannot be decoded\n");
 			d->warned = true;
 			return im->strict && d->name[0] == '/' ? -ENOENT : 0;
 		}

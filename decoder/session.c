@@ -249,9 +249,31 @@ static int as_of(struct session *ss, uint32_t pid, uint64_t time)
 	return as >= 0 ? as : ptd_aspace_new(&ss->im, pid, time);
 }
 
+/*
+ * The build-id of a user file in the capture's HEADER_BUILD_ID list: where perf record
+ * (and ptbpf) put them, unless MMAP2 carries one (perf record --buildid-mmap). Without it
+ * --debug-dir and ~/.debug cannot be searched, nor a stale file at the path noticed.
+ */
+static const struct pd_build_id *header_build_id(const struct capture *cap, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < cap->nr_build_ids; i++) {
+		const struct pd_build_id *b = &cap->build_ids[i];
+
+		if ((b->misc & PERF_RECORD_MISC_CPUMODE_MASK) != PERF_RECORD_MISC_KERNEL &&
+		    b->filename && !strcmp(b->filename, name))
+			return b;
+	}
+	return NULL;
+}
+
 static int on_mmap(struct session *ss, const struct pd_record *r)
 {
 	bool kernel = (r->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
+	const uint8_t *build_id = r->mmap.build_id;
+	uint8_t build_id_size = r->mmap.build_id_size;
+	const struct pd_build_id *hb;
 	bool exec;
 	int as;
 
@@ -267,8 +289,12 @@ static int on_mmap(struct session *ss, const struct pd_record *r)
 	as = as_of(ss, r->mmap.pid, rec_time(r));
 	if (as < 0)
 		return as;
+	if (!build_id_size && (hb = header_build_id(ss->cap, r->mmap.filename))) {
+		build_id = hb->id;
+		build_id_size = hb->size;
+	}
 	return ptd_aspace_map_file(&ss->im, as, r->mmap.filename, r->mmap.addr, r->mmap.len,
-				   r->mmap.pgoff, true, r->mmap.build_id, r->mmap.build_id_size);
+				   r->mmap.pgoff, true, build_id, build_id_size);
 }
 
 static int on_comm(struct session *ss, const struct pd_record *r, uint64_t t)

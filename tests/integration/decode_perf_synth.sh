@@ -46,4 +46,29 @@ grep -q " trigger .* uprobe:pd_calls:leaf" "$TMP/per-cpu.calls" || fail "no trig
 check per-thread --per-thread
 check vdso-call --vdso-call
 grep -q "__vdso_getcpu" "$TMP/vdso-call.stacks" || fail "the call into the vDSO is not named"
+
+# As perf record writes them: build ids only in the HEADER_BUILD_ID list (not in MMAP2),
+# the vDSO only in perf's build-id cache. ptbpf finds the binary and the vDSO in a cache
+# by those build ids (--debug-dir; HOME elsewhere so ~/.debug does not answer), laid out
+# by perf itself (perf buildid-cache -a).
+export HOME=$TMP/home
+mkdir -p "$HOME"
+cp "$PD_CALLS" "$TMP/moved"
+"$TOOL" synth "$TMP/moved" "$TMP/bid.data" --vdso-call || fail "synth for the build-id cache"
+"$TOOL" rewrite "$TMP/bid.data" "$TMP/bid-novdso.data" --no-vdso || fail "rewrite --no-vdso"
+perf --buildid-dir "$TMP/cache" buildid-cache -a "$TMP/moved" || fail "perf buildid-cache -a"
+"$TOOL" install-vdso "$TMP/bid.data" "$TMP/cache" >/dev/null || fail "install-vdso"
+rm "$TMP/moved"
+"$PTBPF" decode "$TMP/bid-novdso.data" -v --format calls -o "$TMP/nocache.calls" --stats \
+	2>"$TMP/nocache.err" || { cat "$TMP/nocache.err"; fail "decode without the cache"; }
+grep -q "moved: binary not found" "$TMP/nocache.err" || { cat "$TMP/nocache.err"; fail "no missing-binary warning"; }
+grep -q "\[vdso\]: neither in the capture" "$TMP/nocache.err" ||
+	{ cat "$TMP/nocache.err"; fail "no missing-vDSO warning"; }
+"$PTBPF" decode "$TMP/bid-novdso.data" --debug-dir "$TMP/cache" --format calls \
+	-o "$TMP/cache.calls" --stats 2>"$TMP/stats" || { cat "$TMP/stats"; fail "decode with --debug-dir"; }
+[ "$(figure errors "$TMP/stats")" = 0 ] || { cat "$TMP/stats"; fail "--debug-dir: decode errors"; }
+"$PYTHON" "$(dirname "$0")/perf_calls.py" "$TMP/vdso-call.perf" "$TMP/cache.calls" ||
+	fail "--debug-dir: calls and returns differ from perf script's"
+grep -q " call .* __vdso_getcpu$" "$TMP/cache.calls" || fail "--debug-dir: the vDSO is not named"
+echo "binary and vDSO found by build id in perf's cache (--debug-dir)"
 echo ok

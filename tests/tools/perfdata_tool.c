@@ -16,8 +16,10 @@
  *       (mapped at VDSO_BASE) instead of leaf, its branches read from the image;
  *       --expect prints the calls and returns perf must report,
  *       one "call|return FROM TO" (symbols) per line, and writes nothing.
- *   perfdata_tool rewrite IN OUT
- *       Reads IN with perfdata_read() and writes it with perfdata_write().
+ *   perfdata_tool rewrite IN OUT [--no-vdso]
+ *       Reads IN with perfdata_read() and writes it with perfdata_write(); --no-vdso
+ *       leaves out the vDSO bytes (keeping its build id), as perf record's captures have
+ *       them: only in a build-id cache.
  *   perfdata_tool install-vdso CAPTURE DIR
  *       Installs the capture's vDSO where perf looks for it, a build-id cache in DIR
  *       (`perf --buildid-dir DIR`): DIR/[vdso]/BUILDID/vdso and the link
@@ -605,13 +607,18 @@ static int install_vdso(const char *in, const char *dir)
 	return 0;
 }
 
-static int rewrite(const char *in, const char *out)
+static int rewrite(const char *in, const char *out, bool no_vdso)
 {
 	struct capture *cap;
 	int err;
 
 	if (perfdata_read(in, &cap))
 		return 1;
+	if (no_vdso) {
+		/* the bytes belong to the capture's arena: forgetting them is enough */
+		cap->vdso = NULL;
+		cap->vdso_size = 0;
+	}
 	err = perfdata_write(out, cap);
 	capture__free(cap);
 	return err ? 1 : 0;
@@ -625,7 +632,7 @@ int main(int argc, char **argv)
 	int i;
 
 	if (argc >= 4 && !strcmp(argv[1], "rewrite"))
-		return rewrite(argv[2], argv[3]);
+		return rewrite(argv[2], argv[3], argc >= 5 && !strcmp(argv[4], "--no-vdso"));
 	if (argc >= 4 && !strcmp(argv[1], "install-vdso"))
 		return install_vdso(argv[2], argv[3]);
 	if (argc >= 3 && !strcmp(argv[1], "synth")) {
@@ -651,6 +658,6 @@ int main(int argc, char **argv)
 	fprintf(stderr, "usage: perfdata_tool synth ELF OUT [--pad BYTES] [--vdso] [--vdso-call] "
 			"[--per-thread] [--timeless] [--expect]\n"
 			"       perfdata_tool install-vdso CAPTURE DIR\n"
-			"       perfdata_tool rewrite IN OUT\n");
+			"       perfdata_tool rewrite IN OUT [--no-vdso]\n");
 	return 2;
 }
