@@ -38,6 +38,14 @@ done
 # main is called from the libc start-up frames
 awk '$2 == "main" { print $1; exit }' "$s" | grep -qv '^0$' || fail "main is not nested"
 grep -q "\[syscall\]" "$s" || fail "no [syscall] slices (write/exit)"
+# Time between TSC packets comes from MTC and CYC: this trace has one TSC (without the
+# MTC settings every slice gets its time), yet hundreds of distinct slice times.
+ntimes() { awk '!/^#/ { print $(NF-1); print $NF }' "$1" | sort -u | wc -l; }
+"$PTBPF" decode --raw-pt "$DR/test_simple.tracedir-841a2b04/pt.bin" \
+	--elf "$DR/test_simple.tracedir-841a2b04/hello" --cpu 6/85/4 --tsc-hz 2000000000 \
+	--format text -o "$TMP/tsc-only" || fail "decode without MTC settings"
+[ "$(ntimes "$TMP/tsc-only")" = 1 ] || fail "more than one TSC time without MTC settings"
+[ "$(ntimes "$s")" -gt 100 ] || fail "times not refined by MTC/CYC: $(ntimes "$s") distinct"
 
 # The text format is fxtcheck --stacks of the FXT.
 # shellcheck disable=SC2086

@@ -12,10 +12,27 @@ H=$PERFPT/hase-2018
 [ -d "$H" ] || skip "no $H"
 command -v perf >/dev/null || skip "perf is not installed (linux-perf)"
 
+# times NAME MAX_NS: each call and return at perf's time (TSC -> perf time by TIME_CONV,
+# refined by MTC), to within MAX_NS; ptbpf's are rebased to the FXT's base_time_ns.
+times() {
+	local base
+	base=$("$PYTHON" "$FXTCHECK" "$TMP/$1.fxt.gz" | sed -n 's/.*base_time_ns=\([0-9]*\).*/\1/p')
+	"$PYTHON" - "$TMP/$1.perf" "$TMP/$1.calls" "$base" "$2" <<'PY' || fail "$1: times differ from perf's"
+import re, sys
+perf, ours, base, tol = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+a = [int(m[1]) * 10**9 + int(m[2]) for m in
+     (re.match(r'\s*\d+\s+(\d+)\.(\d{9}):\s+(call|return)\s', l) for l in open(perf)) if m]
+b = [base + int(f[1]) for f in (l.split() for l in open(ours)) if len(f) > 4 and f[2] in ('call', 'return')]
+d = [y - x for x, y in zip(a, b)]
+print(f'  times: {len(d)} calls and returns within {max(map(abs, d), default=0)} ns of perf\'s')
+sys.exit(0 if a and len(a) == len(b) and all(abs(x) <= tol for x in d) else 1)
+PY
+}
+
 # case DIR FILE SYSROOT INSNS CALLS
 case_() {
 	local d=$H/$1 name=$1
-	perf script -f -i "$d/$2" --symfs="$d/$3" --itrace=cr -F tid,flags,ip,addr \
+	perf script -f -i "$d/$2" --symfs="$d/$3" --itrace=cr -F tid,time,flags,ip,addr --ns \
 		>"$TMP/$name.perf" 2>"$TMP/$name.perf.err" || { cat "$TMP/$name.perf.err"; fail "perf script $name"; }
 	"$PTBPF" decode "$d/$2" --sysroot "$d/$3" --format calls -o "$TMP/$name.calls" \
 		--stats 2>"$TMP/stats" || { cat "$TMP/stats"; fail "decode $name"; }
@@ -32,10 +49,13 @@ case_() {
 }
 
 case_ skl-control_flow control_flow-20180404T163033.perf symfs 1092 17
+# Skylake, TSC+MTC: perf and libipt place a few events one MTC period (333 ns) apart
+times skl-control_flow 333
 grep -q " main " "$TMP/skl-control_flow.stacks" || fail "no main frame"
 grep -q "name=control_flow" "$TMP/skl-control_flow.stacks" || fail "thread not named control_flow"
 case_ skl-loopy loopy-20180404T162955.perf symfs 57 0
 case_ bdw-snapshot-control_flow perf.data.1 binaries 956 17
+times bdw-snapshot-control_flow 0
 grep -q " raise " "$TMP/bdw-snapshot-control_flow.stacks" || fail "no raise frame"
 case_ bdw-snapshot-loopy perf.data.1 binaries 57 0
 

@@ -14,7 +14,7 @@ import re
 import sys
 from collections import OrderedDict
 
-PERF_RE = re.compile(r'^\s*(\d+)\s+(call|return)\s+([0-9a-f]+)\s+=>\s+([0-9a-f]+)\s*$')
+PERF_RE = re.compile(r'^\s*(\d+)\s+(?:\d+\.\d+:\s+)?(call|return)\s+([0-9a-f]+)\s+=>\s+([0-9a-f]+)\s*$')
 
 
 def perf(path):
