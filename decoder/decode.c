@@ -88,6 +88,9 @@ struct ptd_stream {
 	uint64_t up_start, up_end;	/* the [uprobes] page of the address space, if any */
 	struct decode_stats st;
 	uint64_t pos;		/* trace offset reached (progress) */
+	/* blocks decoded since the trace offset was last seen to move from still_off */
+	uint32_t still_blocks;
+	uint64_t still_off;
 };
 
 /* ---------------------------------------------------------------- time */
@@ -169,6 +172,13 @@ static uint64_t trace_offset(struct ptd_stream *s)
 	return off;
 }
 
+const char *ptd_errstr(int code)
+{
+	if (code == PTD_ERR_ENDLESS)
+		return "endless loop: no trace packet read for millions of blocks";
+	return pt_errstr(pt_errcode(code));
+}
+
 static void emit_error(struct ptd_stream *s, int code, uint64_t ip)
 {
 	struct ptd_event *ev;
@@ -178,7 +188,7 @@ static void emit_error(struct ptd_stream *s, int code, uint64_t ip)
 	/* an error before tracing started still belongs to whoever ran then */
 	if (!s->have_thread && s->o.nr_sched)
 		attribute(s, ip);
-	dlog("[%" PRIx64 ", %" PRIx64 ": error: %s]\n", off, ip, pt_errstr(pt_errcode(code)));
+	dlog("[%" PRIx64 ", %" PRIx64 ": error: %s]\n", off, ip, ptd_errstr(code));
 	ev = emit(s, PTD_ERROR, now(s));
 	if (!ev)
 		return;
@@ -738,6 +748,20 @@ static void stream_step(struct ptd_stream *s)
 	if (block.ninsn) {
 		s->st.blocks++;
 		on_block(s, &block);
+		/* the offset, looked at every 4096 blocks: has any packet been read? */
+		if (!(++s->still_blocks & 0xfff)) {
+			uint64_t off = trace_offset(s);
+
+			if (off != s->still_off) {
+				s->still_off = off;
+				s->still_blocks = 0;
+			} else if (s->still_blocks >= PTD_STILL_BLOCKS && status >= 0) {
+				s->still_blocks = 0;
+				emit_error(s, PTD_ERR_ENDLESS, block.end_ip);
+				s->state = ST_SYNC;
+				return;
+			}
+		}
 	}
 	if (status < 0) {
 		if (status == -pte_eos) {

@@ -313,7 +313,7 @@ static int cs_event(struct ptd_output *o, const struct ptd_event *ev)
 		return callstack__stop(cs, ev->pid, ev->tid, ev->reason, ev->from, ev->time);
 	case PTD_ERROR:
 		return callstack__error(cs, ev->pid, ev->tid, ev->offset, ev->from,
-					pt_errstr(pt_errcode(ev->code)), ev->time);
+					ptd_errstr(ev->code), ev->time);
 	case PTD_OVERFLOW:
 		err = callstack__stop(cs, ev->pid, ev->tid, CS_STOP_OVERFLOW, ev->from, ev->time);
 		if (!err && ev->to)
@@ -366,7 +366,7 @@ static int calls_event(struct ptd_output *o, const struct ptd_event *ev)
 		at = ev->from;
 		break;
 	case PTD_ERROR:
-		extra = pt_errstr(pt_errcode(ev->code));
+		extra = ptd_errstr(ev->code);
 		at = ev->from;
 		break;
 	case PTD_COMM:

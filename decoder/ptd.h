@@ -233,6 +233,18 @@ double ptd_seconds(void);
 /* libipt errors at the public boundary: -pte_* -> -errno. */
 int ptd_errno(int pte);
 
+/*
+ * A decode error of ptbpf's own, next to libipt's -pte_* codes in a PTD_ERROR event: the
+ * flow ran on through direct jumps for PTD_STILL_BLOCKS blocks without reading a packet.
+ * Real code does that only in an endless loop such as `jmp .`, and libipt would follow
+ * it forever (a trace that ends while its program spins, or corrupt trace or image).
+ */
+#define PTD_ERR_ENDLESS (-0x1000)
+#define PTD_STILL_BLOCKS (1u << 22)
+
+/* The message of a PTD_ERROR code: libipt's, or ptbpf's own. */
+const char *ptd_errstr(int code);
+
 /* ---------------------------------------------------------------- output */
 
 struct ptd_output;

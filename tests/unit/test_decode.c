@@ -34,10 +34,11 @@
  * 0x40000a: syscall
  * 0x40000c: jmp 0x400000
  * 0x400010: ret
+ * 0x400011: jmp 0x400011
  */
 static const uint8_t code[] = {
 	0xe8, 0x0b, 0x00, 0x00, 0x00, 0xe8, 0x06, 0x00, 0x00, 0x00, 0x0f, 0x05, 0xeb, 0xf2,
-	0xcc, 0xcc, 0xc3,
+	0xcc, 0xcc, 0xc3, 0xeb, 0xfe,
 };
 
 static char code_path[64], out_path[64], pt_path[64];
@@ -273,28 +274,53 @@ static void test_raw_calls(void **state)
 	assert_non_null(strstr(st.slowest_path, ".code+0x10"));
 }
 
-static void test_raw_error_resync(void **state)
+/*
+ * Tracing starts at `ip` (one TNT bit given), then a PSB starts the program: an error at
+ * `ip`, then the next PSB decodes. Returns the error's index.
+ */
+static int error_then_resync(uint64_t ip, struct decode_stats *st)
 {
-	struct decode_stats st;
 	struct enc en;
 	size_t n;
 	int e;
 
-	/* the first PSB starts in unmapped memory: an error, then the next PSB decodes */
 	enc_init(&en);
-	put_psb(&en, 0, 0x500000);
+	put_psb(&en, 0, ip);
 	put_tnt(&en, 1, 1);
 	put_psb(&en, 0, CODE_BASE);
 	put_program(&en);
 	n = enc_done(&en);
-	assert_int_equal(decode_raw(en.buf, n, 0, 0, &st), 0);
+	assert_int_equal(decode_raw(en.buf, n, 0, 0, st), 0);
 	e = find("error", 0);
 	assert_true(e >= 0);
-	assert_int_equal(evs[e].from, 0x500000);
-	assert_int_equal(st.errors, 1);
-	assert_int_equal(st.syncs, 2);
+	assert_int_equal(evs[e].from, ip);
+	assert_int_equal(st->errors, 1);
+	assert_int_equal(st->syncs, 2);
 	assert_true(find("call", 1) > e);
-	assert_int_equal(st.calls, 2);
+	assert_int_equal(st->calls, 2);
+	return e;
+}
+
+static void test_raw_error_resync(void **state)
+{
+	struct decode_stats st;
+
+	/* the first PSB starts in unmapped memory */
+	error_then_resync(0x500000, &st);
+}
+
+static void test_raw_endless_loop(void **state)
+{
+	struct decode_stats st;
+	int e;
+
+	/*
+	 * Tracing starts at `jmp .`: libipt follows it without needing a packet, forever
+	 * (a trace that ends while its program spins). An error after a few million blocks.
+	 */
+	e = error_then_resync(CODE_BASE + 0x11, &st);
+	assert_non_null(strstr(evs[e].name, "code+0x11"));
+	assert_true(st.insns >= 1u << 22);	/* PTD_STILL_BLOCKS */
 }
 
 static void test_raw_overflow(void **state)
@@ -748,6 +774,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_raw_calls),
 		cmocka_unit_test(test_raw_error_resync),
+		cmocka_unit_test(test_raw_endless_loop),
 		cmocka_unit_test(test_raw_overflow),
 		cmocka_unit_test(test_raw_time),
 		cmocka_unit_test(test_raw_garbage),
