@@ -65,6 +65,8 @@ d=$H/skl-control_flow
 	fail "decode without --sysroot failed"
 grep -q "control_flow: binary not found" "$TMP/nosym.err" || { cat "$TMP/nosym.err"; fail "no missing-binary warning"; }
 fxt_ok "$TMP/nosym.fxt"
+"$PYTHON" "$FXTCHECK" --stacks "$TMP/nosym.fxt" | grep -q " control_flow+0x202 " ||
+	fail "without the binary, frames are not named binary+0xoff"
 # --strict makes it an error
 if "$PTBPF" decode "$d/control_flow-20180404T163033.perf" --strict -o "$TMP/strict.fxt" 2>/dev/null; then
 	fail "--strict accepted a missing binary"
