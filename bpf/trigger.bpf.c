@@ -228,6 +228,13 @@ static __always_inline int tp_ret(int fire)
 	return gate_mode ? fire : 1;
 }
 
+/*
+ * Return value of a tracepoint program that is never a gate (it is a link in both modes):
+ * the kernel runs one program list per tracepoint before every perf event of it, so a 0
+ * would silence every other perf user of the tracepoint.
+ */
+#define TP_LINK_RET 1
+
 /* An entry probe (uprobe or kprobe) hit: the cookie is the trigger's index. */
 static __always_inline int probe_hit(struct pt_regs *ctx, __u32 kind)
 {
@@ -503,7 +510,7 @@ static __always_inline int tp_wakeup(struct trace_event_raw_sched_wakeup_templat
 
 	if (tp_tid_in_scope(tid))
 		runq_enqueue(targ_tgid, tid);
-	return tp_ret(0);
+	return TP_LINK_RET;
 }
 
 SEC("tp/sched/sched_wakeup")
@@ -605,7 +612,7 @@ SEC("tp/raw_syscalls/sys_enter")
 int tp_sys_enter(struct trace_event_raw_sys_enter *ctx)
 {
 	sys_enter_common(ctx->id, ctx->args[0]);
-	return tp_ret(0);
+	return TP_LINK_RET;
 }
 
 SEC("tp/raw_syscalls/sys_exit")

@@ -76,6 +76,15 @@ static int count_samples(void *base, pid_t pid, __u32 *tids, int max)
 	return n;
 }
 
+/* A tracepoint perf event (config: its id) whose samples say which thread hit it. */
+static const struct perf_event_attr tp_sample_attr = {
+	.size = sizeof(struct perf_event_attr),
+	.type = PERF_TYPE_TRACEPOINT,
+	.sample_period = 1,
+	.sample_type = PERF_SAMPLE_TID,
+	.disabled = 1,
+};
+
 static int cmp_u32(const void *a, const void *b)
 {
 	__u32 x = *(const __u32 *)a, y = *(const __u32 *)b;
@@ -105,13 +114,7 @@ static void run_gate(const char *spec, uint64_t nth, uint64_t lat_ns, int min_fi
 {
 	struct capture_opts o = { .nth = nth, .max_snapshots = 0, .nr_triggers = 1 };
 	int ncpu = sysconf(_SC_NPROCESSORS_ONLN), fds[MAX_CPUS], i, nsamples = 0, status;
-	struct perf_event_attr attr = {
-		.size = sizeof(attr),
-		.type = PERF_TYPE_TRACEPOINT,
-		.sample_period = 1,
-		.sample_type = PERF_SAMPLE_TID,
-		.disabled = 1,
-	};
+	struct perf_event_attr attr = tp_sample_attr;
 	void *rings[MAX_CPUS];
 	size_t ring_size = (1 + RING_PAGES) * getpagesize();
 	__u32 sample_tids[256];
@@ -236,11 +239,57 @@ static void test_gate_uretprobe(void **state)
 	run_gate(spec, 1, 2000000, 5);
 }
 
+/*
+ * In gate mode the programs that are not gates stay links: the tp fallback's sys_enter
+ * (and wakeup) hooks. The kernel runs a tracepoint's one program list before every perf
+ * event of it, so they must return 1, or another perf user of raw_syscalls:sys_enter
+ * (here: this test's own event) would see none of its samples.
+ */
+static void test_links_do_not_silence(void **state)
+{
+	struct capture_opts o = { .nth = 1, .max_snapshots = 1, .nr_triggers = 1 };
+	struct perf_event_attr attr = tp_sample_attr;
+	size_t ring_size = (1 + RING_PAGES) * getpagesize();
+	unsigned long long id = 0;
+	struct triggers *t = NULL;
+	void *ring;
+	FILE *f;
+	int fd, i;
+
+	skip_unless_possible();
+	f = fopen("/sys/kernel/tracing/events/raw_syscalls/sys_enter/id", "re");
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%llu", &id), 1);
+	fclose(f);
+	setenv("PTBPF_NO_TP_BTF", "1", 1);
+	o.triggers[0].kind = TRIGGER_SYSCALL_LATENCY;
+	o.triggers[0].latency_ns = 1000000000;
+	o.triggers[0].syscall_nr = -1;
+	assert_int_equal(triggers__new(&o, getpid(), TRIGGER_ATTACH_GATE, &t), 0);
+	assert_int_equal(triggers__attach(t), 0);
+
+	attr.config = id;
+	fd = syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	assert_true(fd >= 0);
+	ring = mmap(NULL, ring_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(ring != MAP_FAILED);
+	assert_int_equal(ioctl(fd, PERF_EVENT_IOC_ENABLE, 0), 0);
+	for (i = 0; i < 20; i++)
+		getppid();
+	assert_int_equal(ioctl(fd, PERF_EVENT_IOC_DISABLE, 0), 0);
+	assert_true(count_samples(ring, getpid(), NULL, 0) >= 20);
+	munmap(ring, ring_size);
+	close(fd);
+	triggers__free(t);
+	unsetenv("PTBPF_NO_TP_BTF");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_gate_uprobe),
 		cmocka_unit_test(test_gate_uretprobe),
+		cmocka_unit_test(test_links_do_not_silence),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
