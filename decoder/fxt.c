@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -124,6 +125,9 @@ struct arg_prep {
 struct fxt_writer {
 	int fd;			/* output file, -1 after close */
 	bool own_fd;		/* fd is ours to close (not stdout) */
+	char *path;		/* the regular file we write, removed if writing fails (a
+				 * truncated trace must not pass for a whole one); NULL for
+				 * stdout, pipes and devices */
 	bool gz;		/* deflate the output (gzip container) */
 	bool text;		/* text mode */
 	int err;		/* first error, sticky; 0 while fine */
@@ -1180,12 +1184,19 @@ int fxt_writer__open(struct fxt_writer **out, const char *path, const struct fxt
 	if (!strcmp(path, "-")) {
 		w->fd = STDOUT_FILENO;
 	} else {
+		struct stat sb;
+
 		w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (w->fd < 0) {
 			err = -errno;
 			goto err_out;
 		}
 		w->own_fd = true;
+		if (!fstat(w->fd, &sb) && S_ISREG(sb.st_mode)) {
+			w->path = strdup(path);
+			if (!w->path)
+				goto err_out;
+		}
 	}
 	if (!w->text)
 		write_header(w, opts->provider_name ? opts->provider_name : "ptbpf");
@@ -1231,6 +1242,9 @@ int fxt_writer__close(struct fxt_writer *w)
 			set_err(w, -errno);
 	}
 	err = w->err;
+	if (err && w->path)
+		unlink(w->path);
+	free(w->path);
 	if (w->z_init)
 		deflateEnd(&w->z);
 	for (i = 0; i < w->nstrs; i++)

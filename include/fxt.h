@@ -76,7 +76,10 @@ struct fxt_arg {
 
 /* Opens `path` ("-" is stdout) and writes the magic, provider and initialization records. */
 int fxt_writer__open(struct fxt_writer **out, const char *path, const struct fxt_opts *opts);
-/* Flushes, closes and frees; returns the first error seen (e.g. -ENOSPC). NULL-safe. */
+/*
+ * Flushes, closes and frees; returns the first error seen (e.g. -ENOSPC), and then removes
+ * the regular file it was writing: nothing half-written is left behind. NULL-safe.
+ */
 int fxt_writer__close(struct fxt_writer *w);
 
 /* Name a process (kernel object type 1) and a thread (type 2, with its "process" koid). */

@@ -102,6 +102,15 @@ umount "$TMP/full"
 [ "$(grep -c "cannot write $TMP/full/c.data: No space left on device" "$TMP/full.err")" = 1 ] &&
 	[ "$(grep -c 'cannot\|failed' "$TMP/full.err")" = 1 ] ||
 	{ cat "$TMP/full.err"; fail "full disk: not one line naming the file and ENOSPC"; }
+# The trace itself does not fit: exit 1, and no truncated .fxt passes for a trace.
+mount -t tmpfs -o size=8k tmpfs "$TMP/full" || skip "cannot mount a small tmpfs"
+cap fullfxt -o "$TMP/full/x.fxt" -- "$CHAIN" -n 1
+left=$(ls -A "$TMP/full")
+umount "$TMP/full"
+[ "$RC" = 1 ] || { cat "$TMP/fullfxt.err"; fail "full disk (trace): ptbpf exited $RC, not 1"; }
+grep -q "x.fxt: No space left on device" "$TMP/fullfxt.err" ||
+	{ cat "$TMP/fullfxt.err"; fail "full disk (trace): no line naming the file and ENOSPC"; }
+[ -z "$left" ] || fail "full disk (trace): half-written file(s) left: $left"
 
 # An existing output is moved aside, not overwritten silently.
 echo old >"$TMP/e.fxt"

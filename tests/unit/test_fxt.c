@@ -7,7 +7,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <zlib.h>
 #include <cmocka.h>
@@ -564,6 +566,38 @@ static void test_enospc(void **state)
 	assert_int_equal(fxt_writer__close(w), -ENOSPC);
 }
 
+/* A regular file that cannot be written to its end is removed: no half trace is left. */
+static void test_failed_file_removed(void **state)
+{
+	struct rlimit old, lim;
+	struct fxt_writer *w;
+	char path[256];
+	int i, err = 0;
+
+	test_tmp_path(path, sizeof(path), "fxt", ".fxt");
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	/* writes past 4 KiB fail with EFBIG (SIGXFSZ ignored), as a full disk fails them */
+	lim = old;
+	lim.rlim_cur = 4096;
+	signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	assert_int_equal(fxt_writer__open(&w, path, NULL), 0);
+	for (i = 0; i < 100000 && !err; i++)
+		err = fxt_complete(w, 1, 1, NULL, "f", i, i + 1, NULL, 0);
+	err = fxt_writer__close(w);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	assert_int_equal(err, -EFBIG);
+	assert_int_equal(access(path, F_OK), -1);
+
+	/* a trace that was written whole stays */
+	assert_int_equal(fxt_writer__open(&w, path, NULL), 0);
+	assert_int_equal(fxt_complete(w, 1, 1, NULL, "f", 1, 2, NULL, 0), 0);
+	assert_int_equal(fxt_writer__close(w), 0);
+	assert_int_equal(access(path, F_OK), 0);
+	unlink(path);
+}
+
 /* ---- invalid arguments -------------------------------------------------------------- */
 
 static void test_invalid_args(void **state)
@@ -638,6 +672,7 @@ int main(void)
 		cmocka_unit_test(test_gzip),
 		cmocka_unit_test(test_text_mode_matches_fxtcheck),
 		cmocka_unit_test(test_enospc),
+		cmocka_unit_test(test_failed_file_removed),
 		cmocka_unit_test(test_invalid_args),
 	};
 
