@@ -121,12 +121,14 @@ static const struct backend_ops *choose_backend(const struct capture_opts *opts)
 	return &ss_backend_ops;
 }
 
+static const char *target_end(struct target *t, char *buf, size_t size);
+
 static int add_trigger_record(struct capture *cap, const struct capture_run *run)
 {
 	struct pd_record r = { .type = PD_RECORD_PTBPF_TRIGGER };
 	struct pd_trigger *tr = &r.trigger;
 	const struct target *t = run->target;
-	char desc[160];
+	char desc[160], end[64];
 
 	tr->kind = run->reason;
 	tr->pid = t->pid;
@@ -136,7 +138,9 @@ static int add_trigger_record(struct capture *cap, const struct capture_run *run
 		snprintf(desc, sizeof(desc), "signal: %s", strsignal(run->signo ?: SIGINT));
 		break;
 	case TRIGGER_EXIT:
-		snprintf(desc, sizeof(desc), "exit: %s", t->comm);
+		/* a kill is not an exit: the summary and the trace say which it was */
+		snprintf(desc, sizeof(desc), "exit: %s %s", t->comm,
+			 target_end(run->target, end, sizeof(end)));
 		break;
 	case TRIGGER_DURATION:
 		snprintf(desc, sizeof(desc), "duration");
@@ -192,7 +196,10 @@ static int setup_fds(struct capture_run *run)
 	return 0;
 }
 
-/* The target's end, as the summary words it: "exited with status 0", "killed by SIGKILL". */
+/*
+ * How the target ended, as far as ptbpf knows: "exited with status 0", "was killed by
+ * SIGKILL", or "exited" (a -p target is not our child: its status is not ours to read).
+ */
 static const char *target_end(struct target *t, char *buf, size_t size)
 {
 	int status;
@@ -202,7 +209,9 @@ static const char *target_end(struct target *t, char *buf, size_t size)
 	if (t->exit_status < 0)
 		snprintf(buf, size, "exited");
 	else if (WIFSIGNALED(t->exit_status))
-		snprintf(buf, size, "was killed by %s", strsignal(WTERMSIG(t->exit_status)));
+		/* the name, not strsignal()'s "Killed": "killed by Killed" says nothing */
+		snprintf(buf, size, "was killed by SIG%s",
+			 sigabbrev_np(WTERMSIG(t->exit_status)) ?: "?");
 	else
 		snprintf(buf, size, "exited with status %d", WEXITSTATUS(t->exit_status));
 	return buf;

@@ -10,7 +10,8 @@ need_singlestep
 cap exit -o "$TMP/e.fxt" -- "$CHAIN" -n 3
 [ "$RC" = 0 ] || { cat "$TMP/exit.err"; fail "no trigger + exit: ptbpf exited $RC"; }
 fxt_ok "$TMP/e.fxt"
-grep -q 'trigger   exit: cap_chain' "$TMP/exit.err" || fail "no trigger + exit: summary does not say exit"
+grep -q 'trigger   exit: cap_chain exited with status 0$' "$TMP/exit.err" ||
+	fail "no trigger + exit: summary does not say exit"
 "$PYTHON" "$FXTCHECK" --stacks "$TMP/e.fxt" | grep -q ' level2 ' || fail "no trigger + exit: calls missing"
 [ "$(grep -c '^iter' "$TMP/exit.out")" = 3 ] || fail "no trigger + exit: the target did not run to its end"
 
@@ -46,6 +47,10 @@ wait "$ptbpf"
 rc=$?
 [ "$rc" = 0 ] || { cat "$TMP/kill.err"; fail "killed, no trigger: ptbpf exited $rc"; }
 fxt_ok "$TMP/k.fxt"
+grep -q 'trigger   exit: cap_chain was killed by SIGKILL$' "$TMP/kill.err" ||
+	{ cat "$TMP/kill.err"; fail "killed, no trigger: the summary does not say it was killed"; }
+$EVENTS "$TMP/k.fxt" | grep 'trigger=exit: cap_chain was killed by SIGKILL' >/dev/null ||
+	fail "killed, no trigger: the trace does not say it was killed"
 
 # The target killed while a trigger waits: no snapshot, exit 1, and the reason.
 "$PTBPF" --backend singlestep --uprobe "$CHAIN:leaf" --nth 100000 -o "$TMP/kt.fxt" \
@@ -58,7 +63,7 @@ timeout 120 tail --pid="$ptbpf" -f /dev/null || fail "killed + trigger: ptbpf di
 wait "$ptbpf"
 rc=$?
 [ "$rc" = 1 ] || { cat "$TMP/killt.err"; fail "killed + trigger: ptbpf exited $rc, not 1"; }
-grep -q 'no snapshot: cap_chain was killed by Killed before the trigger fired' "$TMP/killt.err" ||
+grep -q 'no snapshot: cap_chain was killed by SIGKILL before the trigger fired' "$TMP/killt.err" ||
 	{ cat "$TMP/killt.err"; fail "killed + trigger: the reason is not given"; }
 [ ! -e "$TMP/kt.fxt" ] || fail "killed + trigger: an output was written"
 
