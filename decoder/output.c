@@ -571,19 +571,28 @@ fail:
  */
 #define SUMMARY_PID 0x7ffffffeu	/* beyond any Linux pid (PID_MAX_LIMIT is 2^22) */
 
+/*
+ * Where the trace ends: its last control-flow event, or the trigger if it came later (a
+ * thread frozen in a system call, or in a uretprobe's trampoline): the open slices are
+ * closed there, so the span the stats report is the one the trace shows.
+ */
+static uint64_t trace_end(const struct ptd_output *o)
+{
+	return o->trigger_placed && o->trigger_time > o->last_time ? o->trigger_time :
+								     o->last_time;
+}
+
 static int write_summary(struct ptd_output *o, const struct decode_stats *st)
 {
 	const struct capture *cap = o->o.cap;
 	const struct pd_trigger *tr = o->o.trigger;
 	char bytes[256] = "";
 	struct fxt_arg args[FXT_MAX_ARGS];
-	uint64_t end = o->last_time;
+	uint64_t end = trace_end(o);
 	size_t i, len = 0;
 	unsigned n = 0;
 	int err;
 
-	if (o->trigger_placed && o->trigger_time > end)
-		end = o->trigger_time;
 	for (i = 0; i < cap->nr_aux && len < sizeof(bytes); i++)
 		len += snprintf(bytes + len, sizeof(bytes) - len, "%scpu %u: %" PRIu64,
 				i ? ", " : "", cap->aux[i].cpu, cap->aux[i].size);
@@ -650,7 +659,7 @@ int ptd_output_close(struct ptd_output *o, struct decode_stats *stats)
 		stats->write_err = werr;
 		stats->threads = o->seen_used;
 		stats->first_time = o->first_time;
-		stats->last_time = o->last_time;
+		stats->last_time = trace_end(o);
 		stats->trigger_placed = o->trigger_placed;
 		stats->slowest_ns = o->slowest_ns;
 		stats->slowest_pid = o->slowest_pid;

@@ -525,6 +525,20 @@ static struct capture *new_capture(void)
 	return cap;
 }
 
+/* Thread 100 on CPU 0 from t=10 runs the program at `ip` (TSC 100 at its PSB). */
+static void add_one_program(struct capture *cap, uint64_t ip)
+{
+	struct enc en;
+	size_t n;
+
+	add_switch_in(cap, 0, 100, 100, 10);
+	enc_init(&en);
+	put_psb(&en, 100, ip);
+	put_program(&en);
+	n = enc_done(&en);
+	add_aux(cap, 0, en.buf, n);
+}
+
 static int decode_capture(const struct capture *cap, int jobs, struct decode_stats *st)
 {
 	struct decode_opts opts = { .output = out_path, .format = DECODE_CALLS, .jobs = jobs };
@@ -705,18 +719,11 @@ static void test_capture_kernel(void **state)
 	struct capture *cap = new_capture();
 	struct decode_stats st;
 	char dir[64], path[96];
-	struct enc en;
-	size_t n;
 	int c;
 
 	snprintf(dir, sizeof(dir), "/tmp/ptbpf-test-decode-%d.kcore_dir", getpid());
 	make_kcore_dir(dir, kbase);
-	add_switch_in(cap, 0, 100, 100, 10);
-	enc_init(&en);
-	put_psb(&en, 100, kbase);
-	put_program(&en);
-	n = enc_done(&en);
-	add_aux(cap, 0, en.buf, n);
+	add_one_program(cap, kbase);
 
 	/* without --kernel the kernel's code is unknown: an error */
 	assert_int_equal(decode_capture(cap, 1, &st), 0);
@@ -739,6 +746,31 @@ static void test_capture_kernel(void **state)
 	snprintf(path, sizeof(path), "%s/kallsyms", dir);
 	unlink(path);
 	rmdir(dir);
+	capture__free(cap);
+}
+
+/*
+ * A thread frozen in a system call: its trigger comes 5000 ns after the last branch. The
+ * trace's slices stay open to the trigger, and the span the stats give (the capture
+ * summary's "covers") reaches it too.
+ */
+static void test_capture_trigger_span(void **state)
+{
+	struct decode_opts opts = { .output = out_path, .format = DECODE_FXT, .jobs = 1 };
+	struct pd_record r = { .type = PD_RECORD_PTBPF_TRIGGER };
+	struct capture *cap = new_capture();
+	struct decode_stats st = {};
+
+	add_one_program(cap, CODE_BASE);
+	r.trigger.kind = 1;
+	r.trigger.pid = r.trigger.tid = 100;
+	r.trigger.time = 5100;
+	r.trigger.desc = "uprobe ./x:f";
+	assert_int_equal(capture__add_record(cap, &r), 0);
+
+	assert_int_equal(ptdecode_capture(cap, &opts, &st), 0);
+	assert_true(st.trigger_placed);
+	assert_int_equal(st.last_time - st.first_time, 5000);
 	capture__free(cap);
 }
 
@@ -784,6 +816,7 @@ int main(void)
 		cmocka_unit_test(test_capture_uretprobe),
 		cmocka_unit_test(test_capture_uprobe_xol),
 		cmocka_unit_test(test_capture_kernel),
+		cmocka_unit_test(test_capture_trigger_span),
 		cmocka_unit_test(test_capture_bad),
 	};
 
