@@ -43,7 +43,11 @@ static const char capture_doc[] =
 	"  ptbpf -o run.fxt -- ./bin\n"
 	"      snapshot on Ctrl-C or when ./bin exits\n"
 	"\n"
-	"Open the .fxt in https://ui.perfetto.dev (Open trace file).";
+	"Open the .fxt in https://ui.perfetto.dev (Open trace file).\n"
+	"\n"
+	"Exit status: 0 when at least one snapshot was written; 1 when none was (the\n"
+	"trigger never fired, the target exited first: the reason is printed) or the\n"
+	"capture failed; 2 on usage errors and on what the host lacks.";
 
 enum {
 	OPT_UPROBE = 0x100,
@@ -129,8 +133,8 @@ static const struct argp_option capture_options[] = {
 	  "deterministic; real: the clock at each step (shows the stepping overhead)" },
 	{ "verify", OPT_VERIFY, NULL, 0,
 	  "singlestep: decode the encoded PT and compare with the stepped instructions" },
-	{ "timing", OPT_TIMING, "tsc|mtc|cyc", 0, "pt: timing packets (default mtc)" },
-	{ "psb-period", OPT_PSB_PERIOD, "N", 0, "pt: PSB every 2^(N+11) bytes" },
+	{ "timing", OPT_TIMING, "tsc|mtc|cyc", 0, "Timing packets (default mtc)" },
+	{ "psb-period", OPT_PSB_PERIOD, "N", 0, "A PSB every 2^(N+11) bytes" },
 	{ "noretcomp", OPT_NORETCOMP, NULL, 0, "Disable return compression" },
 	{ "filter", OPT_FILTER, "BIN:SYM", 0, "pt: trace only this function (address filter)" },
 

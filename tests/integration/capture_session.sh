@@ -123,4 +123,8 @@ cap again -o "$TMP/e.fxt" -- "$CHAIN" -n 1
 [ "$RC" = 0 ] || fail "existing output: ptbpf exited $RC"
 grep -q "moved to $TMP/e.fxt.old" "$TMP/again.err" || fail "existing output: no notice"
 [ "$(cat "$TMP/e.fxt.old")" = old ] || fail "existing output: the old file is lost"
+# --help says what these exit statuses are.
+"$PTBPF" --help >"$TMP/help.out" 2>&1 || fail "--help failed"
+grep -q '^Exit status: 0 when at least one snapshot was written; 1 when none was' "$TMP/help.out" ||
+	fail "--help does not document the exit status"
 echo "capture sessions end as they should"
