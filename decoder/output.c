@@ -326,6 +326,15 @@ static int cs_event(struct ptd_output *o, const struct ptd_event *ev)
 	case PTD_TRIGGER:
 		return o->o.trigger ? trigger_instant(o, ev) : 0;
 	case PTD_COMM:
+		/*
+		 * exec replaced the image: the calls that led to execve never return, and the
+		 * new program's frames must not nest under them (`ptbpf -- env ./prog`).
+		 */
+		if (ev->reason) {
+			err = callstack__stop(cs, ev->pid, ev->tid, CS_STOP_END, 0, ev->time);
+			if (err)
+				return err;
+		}
 		name = o->o.names ? o->o.names[ev->code] : NULL;
 		if (!name)
 			return 0;

@@ -53,7 +53,7 @@ struct ptd_event {
 	uint32_t pid, tid;	/* thread the event belongs to */
 	uint32_t asid;		/* address space the ips belong to (index in ptd_images) */
 	uint16_t kind;		/* enum ptd_kind */
-	uint16_t reason;	/* STOP: enum cs_stop_reason */
+	uint16_t reason;	/* STOP: enum cs_stop_reason; COMM: 1 if the thread exec'd */
 	int32_t code;		/* ERROR: libipt error code (negative); COMM/TRIGGER: index */
 	uint32_t cpu;		/* index of the producing stream (merge tie-break) */
 };

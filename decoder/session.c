@@ -314,7 +314,10 @@ static int on_comm(struct session *ss, const struct pd_record *r, uint64_t t)
 		return -ENOMEM;
 	ss->names[ss->nr_names] = r->comm.comm;
 	*name_of(ss, r->comm.tid) = (int32_t)ss->nr_names;
-	return add_extra(ss, PTD_COMM, t, r->comm.pid, r->comm.tid, (int32_t)ss->nr_names++);
+	err = add_extra(ss, PTD_COMM, t, r->comm.pid, r->comm.tid, (int32_t)ss->nr_names++);
+	if (!err)
+		ss->extra[ss->nr_extra - 1].reason = !!(r->misc & PERF_RECORD_MISC_COMM_EXEC);
+	return err;
 }
 
 static int cmp_record_time(const void *a, const void *b, void *ctx)

@@ -39,6 +39,15 @@ if command -v perf >/dev/null; then
 	grep -q 'level2' "$TMP/perf.out" || fail "perf script: no calls of level2"
 fi
 
+# The command runs the program through a wrapper that execs it (env, taskset, nice...):
+# the program's stack starts at its own entry, not under the wrapper's call of execve.
+cap wrapped --uprobe "$CHAIN:leaf" -o "$TMP/w.fxt" -- env PTBPF_TEST=1 "$CHAIN" -n 1
+[ "$RC" = 0 ] || { cat "$TMP/wrapped.err"; fail "uprobe capture through env exited $RC"; }
+fxt_ok "$TMP/w.fxt"
+path=$(open_at "$TMP/w.fxt")
+want="_start > __libc_start_main > __libc_start_call_main > main > serve > level1 > level2 > leaf"
+[ "$path" = "$want" ] || fail "through env: at the marker the stack is '$path'"
+
 # --latency-over: only iteration 7, which sleeps 300 ms in leaf, is captured; the marker
 # says so, and the trace covers the slow work (leaf and its nanosleep).
 cap latency --uprobe "$CHAIN:level1" --latency-over 150ms -o "$TMP/l.fxt" -- "$CHAIN" -n 10 -s 7

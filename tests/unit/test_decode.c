@@ -143,6 +143,18 @@ static void put_program(struct enc *en)
 	put_ip(en, ppt_tip_pgd, 0);
 }
 
+/* The program from TSC 1000; after its system call, tracing resumes at TSC 3000: once more. */
+static size_t put_two_runs(struct enc *en)
+{
+	enc_init(en);
+	put_psb(en, 1000, CODE_BASE);
+	put_program(en);
+	put_psb(en, 3000, 0);
+	put_ip(en, ppt_tip_pge, CODE_BASE);
+	put_program(en);
+	return enc_done(en);
+}
+
 static void write_file(const char *path, const void *data, size_t size)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -356,13 +368,7 @@ static void test_raw_time(void **state)
 	int i;
 
 	/* TSC 1000 at the first PSB, 3000 at the second; at 1 GHz a tick is a ns */
-	enc_init(&en);
-	put_psb(&en, 1000, CODE_BASE);
-	put_program(&en);
-	put_psb(&en, 3000, 0);
-	put_ip(&en, ppt_tip_pge, CODE_BASE);
-	put_program(&en);
-	n = enc_done(&en);
+	n = put_two_runs(&en);
 	assert_int_equal(decode_raw(en.buf, n, 1000000000, 6, &st), 0);
 	assert_int_equal(st.calls, 4);
 	/* times are from the first TSC, and never go back */
@@ -774,6 +780,44 @@ static void test_capture_trigger_span(void **state)
 	capture__free(cap);
 }
 
+/*
+ * The thread runs the program to its system call, an execve: the COMM with the exec flag
+ * comes at t=2000 and the new image's code maps after it; the new image runs from 3000.
+ * Its frames start afresh (two root slices), not nested under the calls that led to execve.
+ */
+static void test_capture_exec_ends_frames(void **state)
+{
+	struct decode_opts opts = { .output = out_path, .format = DECODE_TEXT, .jobs = 1 };
+	struct pd_record r = {
+		.type = PERF_RECORD_COMM,
+		.misc = PERF_RECORD_MISC_COMM_EXEC,
+		.sample = { .pid = 100, .tid = 100, .time = 2000, .cpu = 0,
+			    .valid = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU },
+		.comm = { .pid = 100, .tid = 100, .comm = "exec'd" },
+	};
+	struct capture *cap = new_capture();
+	struct decode_stats st = {};
+	int roots = 0;
+	struct enc en;
+	char *text, *line;
+	size_t n;
+
+	add_switch_in(cap, 0, 100, 100, 10);
+	assert_int_equal(capture__add_record(cap, &r), 0);
+	add_mmap(cap, 100, code_path, CODE_BASE, 0x1000, 2001);
+	n = put_two_runs(&en);
+	add_aux(cap, 0, en.buf, n);
+
+	assert_int_equal(ptdecode_capture(cap, &opts, &st), 0);
+	assert_int_equal(st.errors, 0);
+	text = slurp(out_path);
+	for (line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
+		roots += !strncmp(line, "0 ", 2);
+	assert_int_equal(roots, 2);
+	free(text);
+	capture__free(cap);
+}
+
 static void test_capture_bad(void **state)
 {
 	struct decode_opts opts = { .output = out_path, .format = DECODE_CALLS, .jobs = 1 };
@@ -817,6 +861,7 @@ int main(void)
 		cmocka_unit_test(test_capture_uprobe_xol),
 		cmocka_unit_test(test_capture_kernel),
 		cmocka_unit_test(test_capture_trigger_span),
+		cmocka_unit_test(test_capture_exec_ends_frames),
 		cmocka_unit_test(test_capture_bad),
 	};
 
