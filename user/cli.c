@@ -108,7 +108,8 @@ static const struct argp_option capture_options[] = {
 	{ NULL, 0, NULL, 0, "Scope:", 3 },
 	{ "pid", 'p', "PID", 0, "Attach to a running process (all its threads)" },
 	{ "system-wide", OPT_SYSTEM_WIDE, NULL, 0, "Triggers fire for any thread on the host" },
-	{ "follow-forks", OPT_FOLLOW_FORKS, NULL, 0, "Also trace children the target forks" },
+	{ "follow-forks", OPT_FOLLOW_FORKS, NULL, 0,
+	  "Also trace children the target forks (triggers fire in them only with --system-wide)" },
 
 	{ NULL, 0, NULL, 0, "Output:", 4 },
 	{ "output", 'o', "FILE", 0,
