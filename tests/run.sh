@@ -8,7 +8,9 @@
 # says why, e.g. "SKIP: no kprobes in this kernel (CONFIG_KPROBES)"), anything else =
 # failed. Unit tests skip with cmocka's skip() after printing the reason.
 #
-# Environment: PTBPF (binary), BUILD (build dir), PYTHON; TESTS="pattern" runs a subset.
+# Environment: PTBPF (binary), BUILD (build dir), PYTHON; TESTS="pattern" runs a subset;
+# TEST_TIMEOUT (seconds, default 600): a test still running then is killed, with every
+# process it started, and counted as failed, so that a hang never stalls the suite.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 # Debian's tools first: a python3 shim from a version manager costs seconds per call.
@@ -23,6 +25,7 @@ done
 : "${SHARED:?cannot find the shared directory (tools/fxtcheck.py, testdata/): set PTBPF_SHARED}"
 export BUILD PTBPF PYTHON TOP="$top" SHARED FXTCHECK="$SHARED/tools/fxtcheck.py"
 pattern=${TESTS:-}
+limit=${TEST_TIMEOUT:-600}
 
 passed=0 failed=0 skipped=0 run=0
 failed_list=() skipped_list=()
@@ -34,8 +37,9 @@ for bin in "$BUILD"/tests/test_*; do
 	name=$(basename "$bin")
 	[ -n "$pattern" ] && [[ $name != *$pattern* ]] && continue
 	log=$logdir/$name.log
-	CMOCKA_MESSAGE_OUTPUT=STDOUT "$bin" >"$log" 2>&1
+	CMOCKA_MESSAGE_OUTPUT=STDOUT timeout -k 10 "$limit" "$bin" >"$log" 2>&1
 	rc=$?
+	[ "$rc" -eq 124 ] && echo "$name: timed out after ${limit}s (TEST_TIMEOUT)" >>"$log"
 	cat "$log"
 	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
 	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
@@ -61,9 +65,11 @@ for script in "$top"/tests/integration/*.sh; do
 	log=$logdir/$name.log
 	echo "[ RUN      ] $name"
 	start=$(date +%s)
-	bash "$script" >"$log" 2>&1
+	# timeout signals the test's whole process group: its targets do not outlive it.
+	timeout -k 10 "$limit" bash "$script" >"$log" 2>&1
 	rc=$?
 	secs=$(( $(date +%s) - start ))
+	[ "$rc" -eq 124 ] && echo "timed out after ${limit}s (TEST_TIMEOUT)" >>"$log"
 	run=$((run + 1))
 	case $rc in
 	0)
