@@ -182,11 +182,15 @@ static __noinline int try_fire(struct cand *c)
 	/* two CPUs may get here at once: one of them fires */
 	if (once_per_arm && __sync_lock_test_and_set(&disarmed, 1))
 		goto suppress;
+	/* the same for the cooldown: the CPU that moves last_fire_ns on from `last` fires */
+	if (!cooldown_ns)
+		last_fire_ns = c->now;
+	else if (__sync_val_compare_and_swap(&last_fire_ns, last, c->now) != last)
+		goto suppress;
 	slot = __sync_fetch_and_add(&fire_slots, 1);
 	if (max_fires && slot >= max_fires)
 		goto suppress;
 
-	last_fire_ns = c->now;
 	__sync_fetch_and_add(&fired[i], 1);
 	rec = bpf_ringbuf_reserve(&rb, sizeof(*rec), 0);
 	if (!rec) {

@@ -49,6 +49,15 @@ assert min(gaps) >= 20e6, "fires %d ns apart" % min(gaps)
 print("%d fires, smallest gap %.1f ms" % (len(fires), min(gaps) / 1e6))
 PY
 
+# --cooldown across CPUs: two threads hitting at once on two CPUs fire once, not twice
+# (the cooldown is claimed atomically, not read then written).
+run_fg cool2 --dry-run --uprobe "$T:slow_path" --cooldown 10s -v -- "$T" -t 2 -n 4000
+[ $RC = 0 ] || fail "cooldown, two threads: exit $RC"
+n=$(fires cool2 | wc -l)
+[ "$n" = 1 ] || fail "--cooldown 10s with two threads fired $n times"
+grep -Eq "4000 hits, [12] qualifying, 1 fired, 3999 suppressed" "$TMP/cool2.err" ||
+	fail "cooldown counters: $(grep hits "$TMP/cool2.err")"
+
 # --warmup 60ms: the calls of the first 60 ms do not fire, every later one does.
 run_fg warm --dry-run --uprobe "$T:slow_path" --warmup 60ms -- "$T" -t 1 -n 60 -i 2000
 [ $RC = 0 ] || fail "warmup: exit $RC"
