@@ -757,14 +757,11 @@ const struct sym *symtab__find_name(const struct symtab *st, const char *name)
 	return NULL;
 }
 
-const struct sym *symtab__find_addr(const struct symtab *st, uint64_t addr)
+/* Index of the first entry that starts above addr (nr if none). */
+static uint32_t first_above(const struct symtab *st, uint64_t addr)
 {
-	uint32_t lo = 0, hi, i, steps;
+	uint32_t lo = 0, hi = st->nr;
 
-	if (!st || !st->nr)
-		return NULL;
-	/* The first entry above addr... */
-	hi = st->nr;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
 
@@ -773,6 +770,17 @@ const struct sym *symtab__find_addr(const struct symtab *st, uint64_t addr)
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+const struct sym *symtab__find_addr(const struct symtab *st, uint64_t addr)
+{
+	uint32_t lo, i, steps;
+
+	if (!st || !st->nr)
+		return NULL;
+	/* The first entry above addr... */
+	lo = first_above(st, addr);
 	if (!lo)
 		return NULL;
 	/*
@@ -793,7 +801,7 @@ const struct sym *symtab__find_addr(const struct symtab *st, uint64_t addr)
 int symtab__find_range(const struct symtab *st, uint64_t addr, uint64_t *start, uint64_t *end)
 {
 	const struct sym *s;
-	uint32_t lo = 0, hi;
+	uint32_t lo;
 
 	if (!st || !start || !end)
 		return -EINVAL;
@@ -806,15 +814,7 @@ int symtab__find_range(const struct symtab *st, uint64_t addr, uint64_t *start, 
 		return 0;
 	}
 	/* between functions: from the end of the one below to the start of the next */
-	hi = st->nr;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (st->entries[mid].sym.addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = first_above(st, addr);
 	*end = lo < st->nr ? st->entries[lo].sym.addr : UINT64_MAX;
 	*start = 0;
 	if (lo) {
