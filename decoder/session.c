@@ -46,13 +46,13 @@ struct session {
 	struct ptd_images im;
 	struct symbols *sy;
 	struct sched_list *scheds;	/* per CPU */
-	size_t nr_scheds;
+	size_t nr_scheds, cap_scheds;
 	struct ptd_event *extra;	/* sideband events, sorted by time at the end */
 	size_t nr_extra, cap_extra;
 	const char **names;		/* COMM names, referenced by PTD_COMM events */
 	size_t nr_names, cap_names;
 	struct queue *queues;
-	size_t nr_queues;
+	size_t nr_queues, cap_queues;
 	struct {
 		uint32_t tid, pid;	/* tid -> pid, from the sideband */
 		int32_t name;		/* its COMM (index in names), -1 if none yet */
@@ -165,12 +165,9 @@ static int add_sched(struct session *ss, uint32_t cpu, uint64_t time, uint32_t p
 		if (ss->scheds[i].cpu == cpu)
 			l = &ss->scheds[i];
 	if (!l) {
-		struct sched_list *v = realloc(ss->scheds, (ss->nr_scheds + 1) * sizeof(*v));
-
-		if (!v)
+		if (grow((void **)&ss->scheds, &ss->cap_scheds, ss->nr_scheds, sizeof(*l)))
 			return -ENOMEM;
-		ss->scheds = v;
-		l = &v[ss->nr_scheds++];
+		l = &ss->scheds[ss->nr_scheds++];
 		memset(l, 0, sizeof(*l));
 		l->cpu = cpu;
 	}
@@ -508,12 +505,9 @@ static int add_to_queue(struct session *ss, const struct pd_auxtrace *a, bool pe
 		}
 	}
 	if (!q) {
-		struct queue *v = realloc(ss->queues, (ss->nr_queues + 1) * sizeof(*v));
-
-		if (!v)
+		if (grow((void **)&ss->queues, &ss->cap_queues, ss->nr_queues, sizeof(*q)))
 			return -ENOMEM;
-		ss->queues = v;
-		q = &v[ss->nr_queues++];
+		q = &ss->queues[ss->nr_queues++];
 		memset(q, 0, sizeof(*q));
 		q->cpu = per_cpu ? a->cpu : UINT32_MAX;
 		q->tid = per_cpu ? UINT32_MAX : a->tid;
