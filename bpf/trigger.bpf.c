@@ -151,6 +151,7 @@ struct cand {
 	__u64 arg0;
 	__u64 arg1;
 	__u64 aux;
+	const char *comm;	/* the thread's name in the kernel; NULL: it is current */
 };
 
 /*
@@ -212,6 +213,10 @@ static __noinline int try_fire(struct cand *c)
 	rec->seq = seq;
 	rec->func_ip = c->func_ip;
 	rec->aux = c->aux;
+	if (c->comm)
+		bpf_probe_read_kernel_str(rec->comm, sizeof(rec->comm), c->comm);
+	else
+		bpf_get_current_comm(rec->comm, sizeof(rec->comm));
 	bpf_ringbuf_submit(rec, 0);
 	return 1;
 
@@ -411,7 +416,7 @@ static __always_inline void runq_enqueue(__u32 tgid, __u32 tid)
 
 /* `next` is about to run after waiting since `start`: fire if it waited too long. */
 static __always_inline int runq_qualify(__u64 start, __u32 next_tid, __u32 next_tgid,
-					__u32 prev_tid)
+					const char *next_comm, __u32 prev_tid)
 {
 	struct cand c = {};
 	__u32 i = runq_index & (MAX_TRIGGERS - 1);
@@ -426,11 +431,13 @@ static __always_inline int runq_qualify(__u64 start, __u32 next_tid, __u32 next_
 	c.pid = next_tgid;
 	c.tid = next_tid;
 	c.aux = prev_tid;
+	c.comm = next_comm;
 	return try_fire(&c);
 }
 
 /* The hash's side of a switch (tp programs, gate mode). */
-static __always_inline int runq_switch(__u32 next_tid, __u32 next_tgid, __u32 prev_tid)
+static __always_inline int runq_switch(__u32 next_tid, __u32 next_tgid, const char *next_comm,
+				       __u32 prev_tid)
 {
 	__u64 *tsp, start;
 
@@ -442,7 +449,7 @@ static __always_inline int runq_switch(__u32 next_tid, __u32 next_tgid, __u32 pr
 		return 0;
 	start = *tsp;
 	bpf_map_delete_elem(&runq_start, &next_tid);
-	return runq_qualify(start, next_tid, next_tgid, prev_tid);
+	return runq_qualify(start, next_tid, next_tgid, next_comm, prev_tid);
 }
 
 /* `p` became runnable (tp_btf). Gate mode's switch is a tp program: it reads the hash. */
@@ -493,7 +500,7 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 		return 0;
 	start = *ts;
 	*ts = 0;
-	runq_qualify(start, next_tid, next_tgid, prev->pid);
+	runq_qualify(start, next_tid, next_tgid, next->comm, prev->pid);
 	return 0;
 }
 
@@ -543,7 +550,7 @@ int tp_sched_switch(struct trace_event_raw_sched_switch *ctx)
 			runq_enqueue(id >> 32, prev);
 	}
 	/* System-wide, next's tgid is unknown here: 0, the loader looks it up. */
-	return tp_ret(runq_switch(next, targ_tgid, prev));
+	return tp_ret(runq_switch(next, targ_tgid, ctx->next_comm, prev));
 }
 
 /* ---- syscall latency ---- */

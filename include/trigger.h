@@ -48,6 +48,8 @@ struct trigger_rec {
 	__u64 func_ip;		/* uprobe: the probed address; latency uprobe: the function's
 				 * entry address (ip is then the return address); else 0 */
 	__u64 aux;		/* runq: the tid that ran before it on this CPU; else 0 */
+	char comm[16];		/* the thread's name at the fire (TASK_COMM_LEN), which a
+				 * thread gone by the time the loader reads it still has */
 };
 
 #endif /* PTBPF_TRIGGER_H */

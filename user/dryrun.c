@@ -84,7 +84,10 @@ static int print_fire(void *ctx, const struct trigger_rec *r)
 	add_u64(o, "cpu", r->cpu);
 	add_u64(o, "pid", pid);
 	add_u64(o, "tid", r->tid);
-	proc_read_comm(pid ? pid : r->tid, r->tid, comm, sizeof(comm));
+	/* The name at the fire; /proc only for a record without one. */
+	snprintf(comm, sizeof(comm), "%.*s", (int)sizeof(r->comm), r->comm);
+	if (!comm[0])
+		proc_read_comm(pid ? pid : r->tid, r->tid, comm, sizeof(comm));
 	if (comm[0])
 		add_str(o, "comm", comm);
 	switch (kind) {
