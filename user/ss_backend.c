@@ -878,7 +878,15 @@ static int handle_stop(struct backend *b, struct ss_thread *t, int status)
 	if (event)
 		return handle_event(b, t, event);
 
-	if (sig == SIGTRAP && !ptrace(PTRACE_GETSIGINFO, t->tid, NULL, &si)) {
+	if (sig == SIGTRAP && ptrace(PTRACE_GETSIGINFO, t->tid, NULL, &si)) {
+		/*
+		 * Killed (SIGKILL) since the stop was reported: what it was is gone with it.
+		 * Taking it for a signal-delivery stop would lose the step it may report;
+		 * its exit report ends the trace before the instruction in flight instead.
+		 */
+		if (errno == ESRCH)
+			return 0;
+	} else if (sig == SIGTRAP) {
 		switch (si.si_code) {
 		case TRAP_TRACE:
 			if (t->injected) {
