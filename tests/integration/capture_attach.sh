@@ -22,15 +22,11 @@ not_traced "$target"
 no_probes_left "$target"
 
 # Without a trigger: Ctrl-C ends the session with a snapshot; the target goes on.
-"$PTBPF" --backend singlestep -o "$TMP/b.fxt" -p "$target" >"$TMP/b.out" 2>"$TMP/b.err" &
-ptbpf=$!
-BG_PIDS+=("$ptbpf")
+cap_bg b -o "$TMP/b.fxt" -p "$target"
 sleep 2
-kill -INT "$ptbpf"
-timeout 120 tail --pid="$ptbpf" -f /dev/null || fail "-p, Ctrl-C: ptbpf did not stop"
-wait "$ptbpf"
-rc=$?
-[ "$rc" = 0 ] || { cat "$TMP/b.err"; fail "-p, Ctrl-C: ptbpf exited $rc"; }
+kill -INT "$BG"
+cap_wait "-p, Ctrl-C"
+[ "$RC" = 0 ] || { cat "$TMP/b.err"; fail "-p, Ctrl-C: ptbpf exited $RC"; }
 fxt_ok "$TMP/b.fxt"
 not_traced "$target"
 before=$(grep -c '^iter' "$TMP/target.out")

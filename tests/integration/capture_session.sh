@@ -17,17 +17,13 @@ grep -q 'trigger   exit: cap_chain exited with status 0$' "$TMP/exit.err" ||
 
 # No trigger, Ctrl-C (SIGINT to ptbpf alone): one snapshot, exit 0; ptbpf is an observer,
 # so the command it started runs on, untraced (a terminal's Ctrl-C reaches both).
-"$PTBPF" --backend singlestep -o "$TMP/c.fxt" -- "$CHAIN" -f >"$TMP/ctrlc.out" 2>"$TMP/ctrlc.err" &
-ptbpf=$!
-BG_PIDS+=("$ptbpf")
+cap_bg ctrlc -o "$TMP/c.fxt" -- "$CHAIN" -f
 for _ in $(seq 100); do grep -q '^iter 1$' "$TMP/ctrlc.out" && break; sleep 0.1; done
 grep -q '^iter 1$' "$TMP/ctrlc.out" || fail "Ctrl-C: the target never ran"
-child=$(pgrep -P "$ptbpf" -x cap_chain)
-kill -INT "$ptbpf"
-timeout 120 tail --pid="$ptbpf" -f /dev/null || fail "Ctrl-C: ptbpf did not stop"
-wait "$ptbpf"
-rc=$?
-[ "$rc" = 0 ] || { cat "$TMP/ctrlc.err"; fail "Ctrl-C: ptbpf exited $rc"; }
+child=$(pgrep -P "$BG" -x cap_chain)
+kill -INT "$BG"
+cap_wait "Ctrl-C"
+[ "$RC" = 0 ] || { cat "$TMP/ctrlc.err"; fail "Ctrl-C: ptbpf exited $RC"; }
 fxt_ok "$TMP/c.fxt"
 grep -q 'trigger   signal: Interrupt' "$TMP/ctrlc.err" || fail "Ctrl-C: summary does not say so"
 [ -n "$child" ] || fail "Ctrl-C: no command under ptbpf"
@@ -37,15 +33,11 @@ grep -q "cap_chain (pid $child) runs on, untraced" "$TMP/ctrlc.err" || fail "Ctr
 kill -9 "$child"
 
 # The target killed mid-capture, no trigger: the capture up to its death is written.
-"$PTBPF" --backend singlestep -o "$TMP/k.fxt" -- "$CHAIN" -f >"$TMP/kill.out" 2>"$TMP/kill.err" &
-ptbpf=$!
-BG_PIDS+=("$ptbpf")
+cap_bg kill -o "$TMP/k.fxt" -- "$CHAIN" -f
 for _ in $(seq 100); do grep -q '^iter 1$' "$TMP/kill.out" && break; sleep 0.1; done
-pkill -9 -P "$ptbpf" -x cap_chain || fail "killed: no target to kill"
-timeout 120 tail --pid="$ptbpf" -f /dev/null || fail "killed: ptbpf did not stop"
-wait "$ptbpf"
-rc=$?
-[ "$rc" = 0 ] || { cat "$TMP/kill.err"; fail "killed, no trigger: ptbpf exited $rc"; }
+pkill -9 -P "$BG" -x cap_chain || fail "killed: no target to kill"
+cap_wait "killed"
+[ "$RC" = 0 ] || { cat "$TMP/kill.err"; fail "killed, no trigger: ptbpf exited $RC"; }
 fxt_ok "$TMP/k.fxt"
 grep -q 'trigger   exit: cap_chain was killed by SIGKILL$' "$TMP/kill.err" ||
 	{ cat "$TMP/kill.err"; fail "killed, no trigger: the summary does not say it was killed"; }
@@ -53,16 +45,11 @@ $EVENTS "$TMP/k.fxt" | grep 'trigger=exit: cap_chain was killed by SIGKILL' >/de
 	fail "killed, no trigger: the trace does not say it was killed"
 
 # The target killed while a trigger waits: no snapshot, exit 1, and the reason.
-"$PTBPF" --backend singlestep --uprobe "$CHAIN:leaf" --nth 100000 -o "$TMP/kt.fxt" \
-	-- "$CHAIN" -f >"$TMP/killt.out" 2>"$TMP/killt.err" &
-ptbpf=$!
-BG_PIDS+=("$ptbpf")
+cap_bg killt --uprobe "$CHAIN:leaf" --nth 100000 -o "$TMP/kt.fxt" -- "$CHAIN" -f
 for _ in $(seq 100); do grep -q '^iter 1$' "$TMP/killt.out" && break; sleep 0.1; done
-pkill -9 -P "$ptbpf" -x cap_chain || fail "killed + trigger: no target to kill"
-timeout 120 tail --pid="$ptbpf" -f /dev/null || fail "killed + trigger: ptbpf did not stop"
-wait "$ptbpf"
-rc=$?
-[ "$rc" = 1 ] || { cat "$TMP/killt.err"; fail "killed + trigger: ptbpf exited $rc, not 1"; }
+pkill -9 -P "$BG" -x cap_chain || fail "killed + trigger: no target to kill"
+cap_wait "killed + trigger"
+[ "$RC" = 1 ] || { cat "$TMP/killt.err"; fail "killed + trigger: ptbpf exited $RC, not 1"; }
 grep -q 'no snapshot: cap_chain was killed by SIGKILL before the trigger fired' "$TMP/killt.err" ||
 	{ cat "$TMP/killt.err"; fail "killed + trigger: the reason is not given"; }
 [ ! -e "$TMP/kt.fxt" ] || fail "killed + trigger: an output was written"
