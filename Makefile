@@ -34,28 +34,58 @@ else
 	MAKEFLAGS += --no-print-directory
 endif
 
-CPPFLAGS := -Iinclude -Iuser -I$(OUTPUT) -D_GNU_SOURCE -DPTBPF_VERSION='"$(VERSION)"'
+# Flags the build needs are kept apart from the user's CFLAGS/CPPFLAGS/LDFLAGS, so that
+# `make CFLAGS=-O1` changes optimisation only, not the language, warnings or deps.
 CFLAGS ?= -O2 -g
-CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
-	  -fno-omit-frame-pointer -MMD -MP
-LDLIBS := -lbpf -lipt -lelf -ldw -lz -ljson-c -lcapstone -liberty -lpthread -lm
+PTBPF_CPPFLAGS = -Iinclude -I$(OUTPUT) -D_GNU_SOURCE -DPTBPF_VERSION='"$(VERSION)"'
+PTBPF_CFLAGS = -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
+	       -fno-omit-frame-pointer -MMD -MP $(if $(WERROR),-Werror)
+# Libraries through pkg-config where Debian ships a .pc (libipt and libiberty do not).
+# Recursive (=): evaluated only when linking, so a host without pkg-config still
+# reaches the dependency check of `make demo` / `make test`.
+PKG_CONFIG ?= pkg-config
+PTBPF_PKGS := libbpf libelf libdw zlib json-c capstone
+PTBPF_LDLIBS = $(shell $(PKG_CONFIG) --libs $(PTBPF_PKGS)) -lipt -liberty -lpthread -lm
+LDLIBS_CMOCKA = $(shell $(PKG_CONFIG) --libs cmocka)
+
+# Rooms: each folder is compiled with its own include path, so that a header used
+# across rooms shows here. include/ (cross-room APIs) is on every path.
+#   decoder/          libipt decoding, images, symbols, call stacks, FXT
+#   perfdata/         the perf.data codec and struct capture
+#   user/             the commands and helpers the backends share
+#   user/pt/          Intel PT backend: PMU, data ring, kcore, host info
+#   user/singlestep/  the software backend (ptrace, x86 encoder of PT packets)
+#   user/daemon/      fleet mode
+ROOM_INC_decoder := -Idecoder
+ROOM_INC_perfdata := -Iperfdata
+ROOM_INC_user := -Iuser -Iuser/pt		# doctor reads the PT PMU's capabilities
+ROOM_INC_user/pt := -Iuser/pt -Iuser		# backend.h, target, privs, vdso
+ROOM_INC_user/singlestep := -Iuser/singlestep -Iuser
+ROOM_INC_user/daemon := -Iuser/daemon -Iuser
+room_inc = $(ROOM_INC_$(patsubst %/,%,$(dir $(1))))
+# tests see every room: they test each one's internals.
+TEST_INC := -Idecoder -Iperfdata -Iuser -Iuser/pt -Iuser/singlestep -Iuser/daemon -Itests/unit
+
+compile = $(CC) $(PTBPF_CPPFLAGS) $(1) $(CPPFLAGS) $(PTBPF_CFLAGS) $(CFLAGS)
 
 # clang's own system include dirs, after the BPF target's, so <linux/*.h> and
 # <asm/*.h> resolve for -target bpf (libbpf-bootstrap's CLANG_BPF_SYS_INCLUDES).
 CLANG_BPF_SYS_INCLUDES ?= $(shell $(CLANG) -v -E - </dev/null 2>&1 \
 	| sed -n '/<...> search starts here:/,/End of search list./{ s| \(/.*\)|-idirafter \1|p }')
-BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Iinclude \
-	      -I$(OUTPUT) $(CLANG_BPF_SYS_INCLUDES) -Wall -MMD -MP
+BPF_CFLAGS = -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Iinclude \
+	     -I$(OUTPUT) $(CLANG_BPF_SYS_INCLUDES) -Wall -MMD -MP $(if $(WERROR),-Werror)
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/bpf/%.bpf.o,$(BPF_SRCS))
 SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/skel/%.skel.h,$(BPF_SRCS))
 
-DECODER_SRCS := $(wildcard decoder/*.c)
+# The decoder library holds decoder/ and perfdata/: each uses the other (captures
+# are read into the decoder's session; the writer names images by build-id).
+DECODER_SRCS := $(wildcard decoder/*.c perfdata/*.c)
 DECODER_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(DECODER_SRCS))
 DECODER_LIB := $(OUTPUT)/libptbpf-decoder.a
 
-USER_SRCS := $(filter-out user/main.c,$(wildcard user/*.c))
+USER_SRCS := $(filter-out user/main.c,$(wildcard user/*.c user/*/*.c))
 USER_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(USER_SRCS))
 USER_LIB := $(OUTPUT)/libptbpf-user.a
 PTBPF := $(OUTPUT)/ptbpf
@@ -76,78 +106,89 @@ TARGET_BINS := $(patsubst tests/targets/%.c,$(OUTPUT)/targets/%,$(TARGET_C_SRCS)
 	       $(patsubst tests/targets/%.cc,$(OUTPUT)/targets/%,$(TARGET_CXX_SRCS))
 TARGET_CFLAGS := -O0 -g -fno-omit-frame-pointer -pthread
 
-# Extra rules and variables of each room (generated headers, special targets...).
-include $(sort $(wildcard bpf/*.mk user/*.mk decoder/*.mk tests/*.mk tests/*/*.mk))
-
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all clean test bench demo vmlinux unit targets
+.PHONY: all clean test bench demo vmlinux unit targets deps deps-test
 
+# The default goal, before any fragment can define a rule.
 all: $(PTBPF) $(UNIT_BINS) $(TARGET_BINS) $(BENCH_BINS)
 
-$(OUTPUT) $(OUTPUT)/bpf $(OUTPUT)/skel $(OUTPUT)/decoder $(OUTPUT)/user $(OUTPUT)/tests \
-$(OUTPUT)/tests/unit $(OUTPUT)/targets $(OUTPUT)/bench:
-	$(Q)mkdir -p $@
+# Extra rules and variables of each room (generated headers, special targets...),
+# read after `all` so that none of them becomes the default goal.
+include $(sort $(wildcard bpf/*.mk user/*.mk user/*/*.mk decoder/*.mk perfdata/*.mk \
+			  tests/*.mk tests/*/*.mk))
 
 # BPF: .bpf.c -> .bpf.o -> .skel.h
-$(OUTPUT)/bpf/%.bpf.o: bpf/%.bpf.c vmlinux/$(ARCH)/vmlinux.h $(GENERATED_HDRS) | $(OUTPUT)/bpf
+$(OUTPUT)/bpf/%.bpf.o: bpf/%.bpf.c vmlinux/$(ARCH)/vmlinux.h $(GENERATED_HDRS)
 	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 	$(Q)llvm-strip -g $@
 
-$(OUTPUT)/skel/%.skel.h: $(OUTPUT)/bpf/%.bpf.o | $(OUTPUT)/skel
+$(OUTPUT)/skel/%.skel.h: $(OUTPUT)/bpf/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
-# decoder/ as a static library that user/ and the tests link.
-$(OUTPUT)/decoder/%.o: decoder/%.c $(GENERATED_HDRS) | $(OUTPUT)/decoder
+# Every room's objects: the room's own include path (room_inc), skeletons first.
+$(OUTPUT)/%.o: %.c $(GENERATED_HDRS) | $(SKELS)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+	$(Q)mkdir -p $(@D)
+	$(Q)$(call compile,$(call room_inc,$*)) -c $< -o $@
 
 $(DECODER_LIB): $(DECODER_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
 # user/: everything but main.o goes into a library the unit tests can link.
-$(OUTPUT)/user/%.o: user/%.c $(GENERATED_HDRS) | $(SKELS) $(OUTPUT)/user
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
-
 $(USER_LIB): $(USER_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
 $(PTBPF): $(OUTPUT)/user/main.o $(USER_LIB) $(DECODER_LIB)
 	$(call msg,BINARY,$@)
-	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $^ $(PTBPF_LDLIBS) -o $@
 
-# Unit tests (cmocka).
-$(OUTPUT)/tests/unit/%.o: tests/unit/%.c $(GENERATED_HDRS) | $(SKELS) $(OUTPUT)/tests/unit
+# Unit tests (cmocka) see the internals of every room.
+$(OUTPUT)/tests/unit/%.o: tests/unit/%.c $(GENERATED_HDRS) | $(SKELS)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) -c $< -o $@
+	$(Q)mkdir -p $(@D)
+	$(Q)$(call compile,$(TEST_INC)) -c $< -o $@
 
-$(OUTPUT)/tests/test_%: $(OUTPUT)/tests/unit/test_%.o $(UNIT_HELPER_OBJS) $(USER_LIB) $(DECODER_LIB) | $(OUTPUT)/tests
+$(OUTPUT)/tests/test_%: $(OUTPUT)/tests/unit/test_%.o $(UNIT_HELPER_OBJS) $(USER_LIB) $(DECODER_LIB)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -lcmocka -o $@
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $^ $(PTBPF_LDLIBS) $(LDLIBS_CMOCKA) -o $@
 
 # Benchmarks.
-$(OUTPUT)/bench/%: tests/bench/%.c $(USER_LIB) $(DECODER_LIB) $(GENERATED_HDRS) | $(SKELS) $(OUTPUT)/bench
+$(OUTPUT)/bench/%: tests/bench/%.c $(USER_LIB) $(DECODER_LIB) $(GENERATED_HDRS) | $(SKELS)
 	$(call msg,BENCH,$@)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $< $(USER_LIB) $(DECODER_LIB) $(LDLIBS) -o $@
+	$(Q)mkdir -p $(@D)
+	$(Q)$(call compile,$(TEST_INC)) $< $(USER_LIB) $(DECODER_LIB) $(LDFLAGS) $(PTBPF_LDLIBS) -o $@
 
-# Traced programs.
-$(OUTPUT)/targets/%: tests/targets/%.c | $(OUTPUT)/targets
+# Traced programs: their own flags (TARGET_CFLAGS), not the project's.
+$(OUTPUT)/targets/%: tests/targets/%.c
 	$(call msg,TARGET,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(or $(TARGET_CFLAGS_$*),$(TARGET_CFLAGS)) -MMD -MP $< $(TARGET_LDFLAGS_$*) -o $@
 
-$(OUTPUT)/targets/%: tests/targets/%.cc | $(OUTPUT)/targets
+$(OUTPUT)/targets/%: tests/targets/%.cc
 	$(call msg,TARGET,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CXX) $(or $(TARGET_CFLAGS_$*),$(TARGET_CFLAGS)) -MMD -MP $< $(TARGET_LDFLAGS_$*) -o $@
 
 unit: $(UNIT_BINS)
 targets: $(TARGET_BINS)
 
-test: all
+# The quick-start commands first install what is missing (deps/packages), then build
+# in a sub-make that reads the Makefile again with the packages in place.
+deps:
+	$(Q)deps/ensure.sh build
+deps-test:
+	$(Q)deps/ensure.sh test
+
+test: deps-test
+	$(Q)$(MAKE) all
 	$(Q)PTBPF=$(ABS_OUTPUT)/ptbpf BUILD=$(ABS_OUTPUT) PYTHON=$(PYTHON) tests/run.sh
 
 bench: all
@@ -163,9 +204,10 @@ clean:
 	$(call msg,CLEAN)
 	$(Q)rm -rf $(OUTPUT)
 
--include $(wildcard $(OUTPUT)/*/*.d $(OUTPUT)/*/*/*.d)
+-include $(wildcard $(OUTPUT)/*/*.d $(OUTPUT)/*/*/*.d $(OUTPUT)/*/*/*/*.d)
 
 # The quick-start demo (README): a real capture of a bundled program where the
 # capture path exists; until then, what this host can do.
-demo: all
+demo: deps
+	$(Q)$(MAKE) all
 	$(Q)PTBPF=$(ABS_OUTPUT)/ptbpf BUILD=$(ABS_OUTPUT) PYTHON=$(PYTHON) tests/demo.sh

@@ -71,7 +71,7 @@ struct pd_sample_id {
  * ptbpf's own records, kept out of perf's numbering. On disk, the triggers and the vDSO
  * bytes are PERF_RECORD_HEADER_EVENT_TYPE records (type 65) marked "PTBPFREC": the one
  * foreign record perf 6.1 skips in every tool (unknown types stop perf script; unknown
- * feature bits crash perf inject; see decoder/perfdata_int.h). A trigger is written at
+ * feature bits crash perf inject; see perfdata/perfdata_int.h). A trigger is written at
  * its place among the records, the vDSO after AUXTRACE_INFO.
  */
 enum {

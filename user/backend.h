@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * Capture backends: `pt` (Intel PT hardware, user/pt_backend.c) and `singlestep`
- * (software PT from a ptraced target, user/ss_backend.c). Both fill the same struct
+ * Capture backends: `pt` (Intel PT hardware, user/pt/pt_backend.c) and `singlestep`
+ * (software PT from a ptraced target, user/singlestep/ss_backend.c). Both fill the same struct
  * capture (include/perfdata.h), written by the same perf.data writer.
  *
  * Life cycle, driven by user/capture.c:

@@ -14,6 +14,6 @@ int cmd_decode(int argc, char **argv);		/* user/decode_cmd.c */
 /* `ptbpf decode --info FILE`: summary of a capture (user/decode_info.c). */
 int cmd_decode_info(const char *path);
 int cmd_doctor(int argc, char **argv);		/* user/doctor.c */
-int cmd_daemon(int argc, char **argv);		/* user/daemon.c */
+int cmd_daemon(int argc, char **argv);		/* user/daemon/daemon.c */
 
 #endif /* PTBPF_COMMANDS_H */

@@ -47,7 +47,7 @@
 #include "perfdata.h"
 #include "symtab.h"
 #include "trigger.h"
-#include "../../decoder/perfdata_int.h"
+#include "perfdata_int.h"
 
 /* What pd_calls does, branch by branch (see tests/targets/pd_calls.c). */
 enum step_kind { CALL, ICALL, RET, SYSCALL };

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * perf.data reader and writer (decoder/perfdata*.c): invalid arguments, the record
+ * perf.data reader and writer (perfdata/perfdata*.c): invalid arguments, the record
  * codec, write -> read round trips of every record kind, what the writer fixes or
  * refuses, and corrupt files (truncated anywhere, overflowing sizes, offsets past the
  * end, zero-size records, unknown types, bogus counts), each with its one error line.
@@ -22,7 +22,7 @@
 #include "perfdata.h"
 #include "symtab.h"
 #include "trigger.h"
-#include "../../decoder/perfdata_int.h"
+#include "perfdata_int.h"
 
 #define PT_ID0 11
 #define PT_ID1 12

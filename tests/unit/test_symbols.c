@@ -18,7 +18,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "../../decoder/ptd.h"
+#include "ptd.h"
 #include "symtab.h"
 
 __attribute__((noinline, used)) int symbols_probe(int x)

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * The singlestep backend: software Intel PT. Every thread of the target is ptraced and
- * single-stepped; each step is classified (user/ss_insn.c) and encoded as user-only PT
- * hardware would encode it (user/ss_enc.c) into the ring of the virtual CPU the thread
- * runs on. Sideband (user/ss_sb.c) is what the kernel would write for per-CPU PT.
+ * single-stepped; each step is classified (user/singlestep/ss_insn.c) and encoded as user-only PT
+ * hardware would encode it (user/singlestep/ss_enc.c) into the ring of the virtual CPU the thread
+ * runs on. Sideband (user/singlestep/ss_sb.c) is what the kernel would write for per-CPU PT.
  *
  * Threads run on `--cpus` virtual CPUs in rounds: each round steps the current thread of
  * every virtual CPU once, all at the same virtual time, and waits for those steps. A
