@@ -20,17 +20,13 @@ rm -f "$out" "$out.old"
 rc=$?
 [ $rc -eq 0 ] || { echo "ptbpf demo: the capture failed (exit $rc); 'ptbpf doctor' says why" >&2; exit $rc; }
 
-for d in "${PTBPF_SHARED:-}" "$top/../shared" /work/shared; do
-	[ -n "$d" ] && [ -f "$d/tools/fxtcheck.py" ] && { check=$d/tools/fxtcheck.py; break; }
-done
-if [ -n "${check:-}" ]; then
-	echo
-	echo "What $out holds (fxtcheck.py --strict):"
-	"$PYTHON" "$check" --strict "$out" | sed -n '1,2p;/^threads:/,/^duration/p'
-	echo
-	echo "The slow request's call path, from $out (depth name begin_ns end_ns):"
-	"$PYTHON" "$check" --stacks "$out" | awk '/handle_request/ { last = NR } { line[NR] = $0 }
-		END { for (i = last; i <= NR; i++) print line[i] }' |
-		awk '$2 == "hash_key" { n++; next } n { print "  (" n " calls of hash_key)"; n = 0 }
-		{ print } END { if (n) print "  (" n " calls of hash_key)" }' | head -24
-fi
+check=$BUILD/tests/fxtcheck
+echo
+echo "What $out holds (tests/tools/fxtcheck --strict):"
+"$check" --strict "$out" | sed -n '1,2p;/^threads:/,/^duration/p'
+echo
+echo "The slow request's call path, from $out (depth name begin_ns end_ns):"
+"$check" --stacks "$out" | awk '/handle_request/ { last = NR } { line[NR] = $0 }
+	END { for (i = last; i <= NR; i++) print line[i] }' |
+	awk '$2 == "hash_key" { n++; next } n { print "  (" n " calls of hash_key)"; n = 0 }
+	{ print } END { if (n) print "  (" n " calls of hash_key)" }' | head -24

@@ -9,6 +9,7 @@
 # failed. Unit tests skip with cmocka's skip() after printing the reason.
 #
 # Environment: PTBPF (binary), BUILD (build dir), PYTHON; TESTS="pattern" runs a subset;
+# PTBPF_TESTDATA: a directory holding hw-pt/kafl-libxdc-experiments (see tests/data/README.md);
 # TEST_TIMEOUT (seconds, default 600): a test still running then is killed, with every
 # process it started, and counted as failed, so that a hang never stalls the suite.
 set -u
@@ -17,13 +18,18 @@ here=$(cd "$(dirname "$0")" && pwd)
 [ -x /usr/bin/python3 ] && PATH=/usr/bin:$PATH
 top=$(cd "$here/.." && pwd)
 : "${BUILD:=$top/build}" "${PTBPF:=$BUILD/ptbpf}" "${PYTHON:=python3}"
-# The team's shared notes, test data and FXT validator live beside the repository
-# (../shared); worktrees elsewhere find them through PTBPF_SHARED or /work/shared.
-for d in "${PTBPF_SHARED:-}" "$top/../shared" /work/shared; do
-	[ -n "$d" ] && [ -f "$d/tools/fxtcheck.py" ] && { SHARED=$(cd "$d" && pwd); break; }
+# The tests need nothing outside the repository: the FXT validator is built with ptbpf
+# (tests/tools/fxtcheck.c), the real-hardware data is in tests/data. The one set whose
+# license keeps it out (kAFL/Nyx traces, AGPL-3.0) is looked for in $PTBPF_TESTDATA, then
+# in ../shared/testdata beside the clone; the tests that need it skip without it.
+KAFL=
+for d in "${PTBPF_TESTDATA:-}" "$top/../shared/testdata"; do
+	[ -n "$d" ] && [ -d "$d/hw-pt/kafl-libxdc-experiments" ] &&
+		{ KAFL=$(cd "$d/hw-pt/kafl-libxdc-experiments" && pwd); break; }
 done
-: "${SHARED:?cannot find the shared directory (tools/fxtcheck.py, testdata/): set PTBPF_SHARED}"
-export BUILD PTBPF PYTHON TOP="$top" SHARED FXTCHECK="$SHARED/tools/fxtcheck.py"
+export BUILD PTBPF PYTHON TOP="$top" TESTDATA="$top/tests/data" KAFL \
+	FXTCHECK="$BUILD/tests/fxtcheck"
+[ -x "$FXTCHECK" ] || { echo "tests/run.sh: $FXTCHECK is missing: run make first" >&2; exit 2; }
 pattern=${TESTS:-}
 limit=${TEST_TIMEOUT:-600}
 

@@ -4,10 +4,11 @@
  *
  * Inputs are real hardware PT, repeated as PSB-aligned segments until there are at least
  * 16 MiB of it (PTBPF_BENCH_MIB overrides), in a perf.data that both decoders read:
- *   hase   the AUX buffer of a `perf record -e intel_pt//u` capture (shared testdata,
+ *   hase   the AUX buffer of a `perf record -e intel_pt//u` capture (tests/data,
  *          HASE skl-control_flow, Skylake, TSC+MTC): timing packets, syscalls, few
  *          branches per byte;
- *   mruby  the kAFL/Nyx trace of the mruby interpreter (shared testdata/hw-pt): dense
+ *   mruby  the kAFL/Nyx trace of the mruby interpreter (AGPL-3.0, outside the
+ *          repository: $PTBPF_TESTDATA or ../shared/testdata, else skipped): dense
  *          branches, no timing. Its page dump becomes an ELF file and the guest-context
  *          packets (PIP, VMCS: no control flow) become PADs, so perf reads it as the
  *          user-space trace it is; it goes into the HASE capture in place of its trace.
@@ -35,8 +36,6 @@
 
 #define HASE "perf-intel-pt/hase-2018/skl-control_flow"
 #define HASE_FILE "control_flow-20180404T163033.perf"
-#define HASE_ELF "/home/joerg/git/angr/hase/tests/bin/control_flow/control_flow"
-#define MRUBY "hw-pt/kafl-libxdc-experiments/mruby"
 #define GOAL_RATIO 50.0
 #define GOAL_MBS 100.0
 #define MAX_RUNS 64
@@ -53,7 +52,8 @@ struct piece {
 	uint64_t offset, size, vaddr;
 };
 
-static char shared_dir[256];
+static char data_dir[256];	/* tests/data */
+static const char *kafl_dir;	/* the kAFL/Nyx set, or NULL */
 static const char *ptbpf;
 
 static double now(void)
@@ -266,14 +266,23 @@ static void bench_hase(size_t want)
 	char src[512], symfs[512], elf[1024], data[64];
 	struct capture *cap = NULL;
 	uint8_t *big = NULL;
-	size_t size;
+	size_t size, i;
 
-	snprintf(src, sizeof(src), "%s/testdata/" HASE "/" HASE_FILE, shared_dir);
-	snprintf(symfs, sizeof(symfs), "%s/testdata/" HASE "/symfs", shared_dir);
-	snprintf(elf, sizeof(elf), "%s" HASE_ELF, symfs);
+	snprintf(src, sizeof(src), "%s/" HASE "/" HASE_FILE, data_dir);
+	snprintf(symfs, sizeof(symfs), "%s/" HASE "/symfs", data_dir);
 	snprintf(data, sizeof(data), "/tmp/ptbpf-bench-%d.data", getpid());
 	if (perfdata_read(src, &cap) || cap->nr_aux != 1) {
 		printf("hase: SKIP: cannot read %s\n", src);
+		goto out;
+	}
+	/* the program, where the capture's mapping names it, below symfs/ */
+	elf[0] = 0;
+	for (i = 0; i < cap->nr_records && !elf[0]; i++)
+		if (cap->records[i].type == PERF_RECORD_MMAP2 &&
+		    cap->records[i].mmap.filename[0] == '/')
+			snprintf(elf, sizeof(elf), "%s%s", symfs, cap->records[i].mmap.filename);
+	if (!elf[0]) {
+		printf("hase: SKIP: %s maps no program\n", src);
 		goto out;
 	}
 	/* the buffer starts at a PSB: its copies follow each other cleanly */
@@ -401,8 +410,12 @@ static void bench_mruby(size_t want)
 
 	memset(runs, 0, sizeof(runs));
 
-	snprintf(src, sizeof(src), "%s/testdata/" HASE "/" HASE_FILE, shared_dir);
-	snprintf(dir, sizeof(dir), "%s/testdata/" MRUBY, shared_dir);
+	if (!kafl_dir) {
+		printf("mruby: SKIP: the kAFL/Nyx traces (AGPL-3.0, not in the repository) were not found: set PTBPF_TESTDATA\n");
+		return;
+	}
+	snprintf(src, sizeof(src), "%s/" HASE "/" HASE_FILE, data_dir);
+	snprintf(dir, sizeof(dir), "%s/mruby", kafl_dir);
 	snprintf(trace, sizeof(trace), "%s/trace", dir);
 	snprintf(elf, sizeof(elf), "/tmp/ptbpf-bench-%d.mruby", getpid());
 	snprintf(data, sizeof(data), "/tmp/ptbpf-bench-%d.data", getpid());
@@ -454,15 +467,16 @@ out:
 
 int main(void)
 {
-	const char *shared = getenv("SHARED"), *mib = getenv("PTBPF_BENCH_MIB");
+	const char *data = getenv("TESTDATA"), *mib = getenv("PTBPF_BENCH_MIB");
 	size_t want = (mib ? strtoull(mib, NULL, 10) : 16) << 20;
 
 	ptbpf = getenv("PTBPF");
-	if (!shared || !ptbpf) {
-		fprintf(stderr, "decode_bench: SHARED and PTBPF must be set (make bench does)\n");
+	kafl_dir = getenv("KAFL") && *getenv("KAFL") ? getenv("KAFL") : NULL;
+	if (!data || !ptbpf) {
+		fprintf(stderr, "decode_bench: TESTDATA and PTBPF must be set (make bench does)\n");
 		return 1;
 	}
-	snprintf(shared_dir, sizeof(shared_dir), "%s", shared);
+	snprintf(data_dir, sizeof(data_dir), "%s", data);
 	bench_hase(want);
 	bench_mruby(want);
 	return 0;

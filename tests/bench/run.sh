@@ -8,13 +8,15 @@ here=$(cd "$(dirname "$0")" && pwd)
 [ -x /usr/bin/python3 ] && PATH=/usr/bin:$PATH
 top=$(cd "$here/../.." && pwd)
 : "${BUILD:=$top/build}" "${PTBPF:=$BUILD/ptbpf}" "${PYTHON:=python3}"
-# The team's shared notes, test data and FXT validator live beside the repository
-# (../shared); worktrees elsewhere find them through PTBPF_SHARED or /work/shared.
-for d in "${PTBPF_SHARED:-}" "$top/../shared" /work/shared; do
-	[ -n "$d" ] && [ -f "$d/tools/fxtcheck.py" ] && { SHARED=$(cd "$d" && pwd); break; }
+# Data from the repository (tests/data); the kAFL/Nyx set (AGPL-3.0, not in the
+# repository) from $PTBPF_TESTDATA or ../shared/testdata, else its benchmark is skipped.
+KAFL=
+for d in "${PTBPF_TESTDATA:-}" "$top/../shared/testdata"; do
+	[ -n "$d" ] && [ -d "$d/hw-pt/kafl-libxdc-experiments" ] &&
+		{ KAFL=$(cd "$d/hw-pt/kafl-libxdc-experiments" && pwd); break; }
 done
-: "${SHARED:?cannot find the shared directory (tools/fxtcheck.py, testdata/): set PTBPF_SHARED}"
-export BUILD PTBPF PYTHON TOP="$top" SHARED FXTCHECK="$SHARED/tools/fxtcheck.py"
+export BUILD PTBPF PYTHON TOP="$top" TESTDATA="$top/tests/data" KAFL \
+	FXTCHECK="$BUILD/tests/fxtcheck"
 pattern=${BENCH:-}
 rc=0
 for b in "$BUILD"/bench/* "$here"/*.sh; do

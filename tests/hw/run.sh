@@ -12,7 +12,7 @@
 # each with the in-kernel freeze (aux_pause, Linux 6.13+) and with the user-space one
 # (PERF_EVENT_IOC_DISABLE, forced by PTBPF_PT_FREEZE=ioctl), where the kernel has both.
 # For every capture it checks that
-#   - the FXT passes the independent validator (fxtcheck.py --strict);
+#   - the FXT passes the independent validator (tests/tools/fxtcheck --strict);
 #   - the slow request's frames are there with instruction-level detail: slow_path,
 #     rebuild_index and its 64 calls of hash_key, and wait_for_disk;
 #   - `perf script --itrace=cr` on the kept perf.data (perf's own PT decoder) sees the same
@@ -29,11 +29,7 @@ mkdir -p "$out"
 PTBPF=$top/build/ptbpf
 TARGET=$top/build/targets/demo_server
 PYTHON=${PYTHON:-python3}
-SHARED=${PTBPF_SHARED:-}
-for d in "$SHARED" "$top/../shared" /work/shared; do
-	[ -n "$d" ] && [ -f "$d/tools/fxtcheck.py" ] && { SHARED=$d; break; }
-done
-FXTCHECK=$SHARED/tools/fxtcheck.py
+FXTCHECK=$top/build/tests/fxtcheck
 report=()
 failed=0
 
@@ -45,7 +41,6 @@ result() { # name status detail
 }
 
 [ "$(id -u)" -eq 0 ] || cannot "run as root (sudo tests/hw/run.sh)"
-[ -f "$FXTCHECK" ] || cannot "fxtcheck.py not found: set PTBPF_SHARED to the shared directory"
 command -v perf >/dev/null || cannot "perf is not installed (Debian: linux-perf)"
 
 say "== build"
@@ -53,6 +48,7 @@ if ! make -j"$(nproc)" >"$out/build.log" 2>&1; then
 	tail -20 "$out/build.log"
 	cannot "the build failed"
 fi
+[ -x "$FXTCHECK" ] || cannot "$FXTCHECK was not built"
 
 say "== ptbpf doctor"
 "$PTBPF" doctor | tee "$out/doctor.txt"
@@ -78,7 +74,7 @@ perf_calls() {
 
 # The same from ptbpf's FXT: one slice per call.
 fxt_calls() {
-	"$PYTHON" "$FXTCHECK" --stacks "$1" | awk '!/^#/ { $1 = ""; sub(/^ /, "");
+	"$FXTCHECK" --stacks "$1" | awk '!/^#/ { $1 = ""; sub(/^ /, "");
 		n = split($0, w, " "); name = w[1]
 		for (i = 2; i <= n - 2; i++) name = name " " w[i]
 		print name }' | sort | uniq -c
@@ -120,12 +116,12 @@ run_case() { # name freeze args...
 	grep -q "freeze $([ "$freeze" = aux_pause ] && echo "in the kernel" || echo "from user")" \
 		"$dir/ptbpf.log" && result "$name ($freeze): freeze path" ok "as asked" ||
 		result "$name ($freeze): freeze path" FAIL "not reported as $freeze"
-	if "$PYTHON" "$FXTCHECK" --strict "$dir/trace.fxt" >"$dir/fxtcheck.txt" 2>&1; then
+	if "$FXTCHECK" --strict "$dir/trace.fxt" >"$dir/fxtcheck.txt" 2>&1; then
 		result "$name ($freeze): FXT valid" ok "fxtcheck --strict"
 	else
 		result "$name ($freeze): FXT valid" FAIL "$(head -1 "$dir/fxtcheck.txt")"
 	fi
-	"$PYTHON" "$FXTCHECK" --stacks "$dir/trace.fxt" >"$dir/stacks.txt" 2>/dev/null
+	"$FXTCHECK" --stacks "$dir/trace.fxt" >"$dir/stacks.txt" 2>/dev/null
 	local hk
 	hk=$(awk '/ hash_key /' "$dir/stacks.txt" | wc -l)
 	if grep -q " slow_path " "$dir/stacks.txt" && grep -q " rebuild_index " "$dir/stacks.txt" &&

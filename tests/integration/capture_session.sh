@@ -12,7 +12,7 @@ cap exit -o "$TMP/e.fxt" -- "$CHAIN" -n 3
 fxt_ok "$TMP/e.fxt"
 grep -q 'trigger   exit: cap_chain exited with status 0$' "$TMP/exit.err" ||
 	fail "no trigger + exit: summary does not say exit"
-"$PYTHON" "$FXTCHECK" --stacks "$TMP/e.fxt" | grep -q ' level2 ' || fail "no trigger + exit: calls missing"
+"$FXTCHECK" --stacks "$TMP/e.fxt" | grep -q ' level2 ' || fail "no trigger + exit: calls missing"
 [ "$(grep -c '^iter' "$TMP/exit.out")" = 3 ] || fail "no trigger + exit: the target did not run to its end"
 
 # No trigger, Ctrl-C (SIGINT to ptbpf alone): one snapshot, exit 0; ptbpf is an observer,

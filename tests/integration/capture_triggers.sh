@@ -30,7 +30,7 @@ grep -q 'recorded_by=ptbpf singlestep' "$TMP/u.summary" || fail "uprobe: the sum
 grep -q 'decode_errors=0' "$TMP/u.summary" || fail "uprobe: the summary misses the decode figures"
 # the kept perf.data decodes to the same trace
 "$PTBPF" decode "$TMP/u.data" -o "$TMP/u2.fxt" 2>"$TMP/u2.err" || fail "ptbpf decode of the capture"
-cmp -s <("$PYTHON" "$FXTCHECK" --stacks "$TMP/u.fxt") <("$PYTHON" "$FXTCHECK" --stacks "$TMP/u2.fxt") ||
+cmp -s <("$FXTCHECK" --stacks "$TMP/u.fxt") <("$FXTCHECK" --stacks "$TMP/u2.fxt") ||
 	fail "decoding the kept perf.data gives another trace than the capture's own decode"
 # and perf reads it
 if command -v perf >/dev/null; then
@@ -57,7 +57,7 @@ fxt_ok "$TMP/l.fxt"
 	fail "latency: the trigger is not the slow call (argument $(marker_arg "$TMP/l.fxt" arg0))"
 lat=$(marker_arg "$TMP/l.fxt" latency_ns)
 [ "${lat:-0}" -ge 150000000 ] || fail "latency: marker latency $lat ns is under the threshold"
-"$PYTHON" "$FXTCHECK" --stacks "$TMP/l.fxt" >"$TMP/l.stacks"
+"$FXTCHECK" --stacks "$TMP/l.fxt" >"$TMP/l.stacks"
 grep -q ' leaf ' "$TMP/l.stacks" || fail "latency: no leaf slice in the trace"
 grep -Eq 'nanosleep|\[syscall\]' "$TMP/l.stacks" || fail "latency: the slow work (the sleep) is not in the trace"
 grep -q 'latency' "$TMP/latency.err" || fail "latency: the summary does not give the latency"

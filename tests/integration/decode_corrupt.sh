@@ -8,7 +8,7 @@
 
 DR=$HWPT/dynamorio-drpt2trace/test_simple.tracedir-841a2b04
 H=$PERFPT/hase-2018/skl-control_flow
-[ -d "$DR" ] && [ -d "$H" ] || skip "shared testdata missing"
+[ -d "$DR" ] && [ -d "$H" ] || skip "tests/data is incomplete"
 SKL="--cpu 6/85/4 --mtc-freq 3 --nom-freq 37 --cpuid-0x15 2,308"
 
 # corrupt IN OUT SEED FLIPS TRUNCATE(0/1) [SKIP]: a copy with FLIPS random bytes changed

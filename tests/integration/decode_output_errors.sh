@@ -7,7 +7,7 @@
 
 DR=$HWPT/dynamorio-drpt2trace/test_simple.tracedir-841a2b04
 H=$PERFPT/hase-2018/skl-control_flow
-[ -d "$DR" ] && [ -d "$H" ] || skip "shared testdata missing"
+[ -d "$DR" ] && [ -d "$H" ] || skip "tests/data is incomplete"
 [ -w /dev/full ] || skip "no /dev/full"
 
 # one_line WHAT FILE REASON: exit 1 and exactly one stderr line "cannot write FILE: REASON"

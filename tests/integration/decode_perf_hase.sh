@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #
-# `ptbpf decode` on real `perf record -e intel_pt//u` captures (shared testdata,
+# `ptbpf decode` on real `perf record -e intel_pt//u` captures (tests/data,
 # perf-intel-pt/hase-2018: Skylake full trace and Broadwell snapshot mode, static musl
 # programs with their binaries): binaries found through --sysroot, instruction counts
 # as the README reports, and every call and return equal to perf's own decoder's
@@ -16,7 +16,7 @@ command -v perf >/dev/null || skip "perf is not installed (linux-perf)"
 # refined by MTC), to within MAX_NS; ptbpf's are rebased to the FXT's base_time_ns.
 times() {
 	local base
-	base=$("$PYTHON" "$FXTCHECK" "$TMP/$1.fxt.gz" | sed -n 's/.*base_time_ns=\([0-9]*\).*/\1/p')
+	base=$("$FXTCHECK" "$TMP/$1.fxt.gz" | sed -n 's/.*base_time_ns=\([0-9]*\).*/\1/p')
 	"$PYTHON" - "$TMP/$1.perf" "$TMP/$1.calls" "$base" "$2" <<'PY' || fail "$1: times differ from perf's"
 import re, sys
 perf, ours, base, tol = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
@@ -45,7 +45,7 @@ case_() {
 		fail "$name: calls and returns differ from perf script's"
 	"$PTBPF" decode "$d/$2" --sysroot "$d/$3" -o "$TMP/$name.fxt.gz" || fail "decode $name to FXT"
 	fxt_ok "$TMP/$name.fxt.gz"
-	"$PYTHON" "$FXTCHECK" --stacks "$TMP/$name.fxt.gz" >"$TMP/$name.stacks"
+	"$FXTCHECK" --stacks "$TMP/$name.fxt.gz" >"$TMP/$name.stacks"
 }
 
 case_ skl-control_flow control_flow-20180404T163033.perf symfs 1092 17
@@ -65,7 +65,7 @@ d=$H/skl-control_flow
 	fail "decode without --sysroot failed"
 grep -q "control_flow: binary not found" "$TMP/nosym.err" || { cat "$TMP/nosym.err"; fail "no missing-binary warning"; }
 fxt_ok "$TMP/nosym.fxt"
-"$PYTHON" "$FXTCHECK" --stacks "$TMP/nosym.fxt" | grep -q " control_flow+0x202 " ||
+"$FXTCHECK" --stacks "$TMP/nosym.fxt" | grep -q " control_flow+0x202 " ||
 	fail "without the binary, frames are not named binary+0xoff"
 # --strict makes it an error
 if "$PTBPF" decode "$d/control_flow-20180404T163033.perf" --strict -o "$TMP/strict.fxt" 2>/dev/null; then

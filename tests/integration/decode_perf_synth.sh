@@ -36,7 +36,7 @@ check() {
 	diff -u "$TMP/$name.expected" "$TMP/$name.got" || fail "$name: not pd_calls' calls"
 	"$PTBPF" decode "$cap" -o "$TMP/$name.fxt" || fail "$name: decode to FXT"
 	fxt_ok "$TMP/$name.fxt"
-	"$PYTHON" "$FXTCHECK" --stacks "$TMP/$name.fxt" >"$TMP/$name.stacks"
+	"$FXTCHECK" --stacks "$TMP/$name.fxt" >"$TMP/$name.stacks"
 	grep -q " leaf " "$TMP/$name.stacks" || fail "$name: no leaf slices"
 	echo "$name: $(grep -c . "$TMP/$name.expected") calls and returns, as perf and pd_calls"
 }

@@ -64,7 +64,7 @@ check() {
 	fi
 	"$PTBPF" decode "$TMP/$name.data" -o "$TMP/$name.fxt" -j 2 || fail "$name: decode to FXT"
 	fxt_ok "$TMP/$name.fxt"
-	"$PYTHON" "$FXTCHECK" --stacks "$TMP/$name.fxt" >"$TMP/$name.stacks"
+	"$FXTCHECK" --stacks "$TMP/$name.fxt" >"$TMP/$name.stacks"
 }
 
 # has NAME REGEX WHAT: a slice matching REGEX in NAME's stacks
@@ -169,7 +169,7 @@ if [ $have_perf = 1 ]; then
 fi
 "$PTBPF" decode "$TMP/fork.data" -o "$TMP/fork.fxt" || fail "fork: decode to FXT"
 fxt_ok "$TMP/fork.fxt"
-"$PYTHON" "$FXTCHECK" --stacks "$TMP/fork.fxt" >"$TMP/fork.stacks"
+"$FXTCHECK" --stacks "$TMP/fork.fxt" >"$TMP/fork.stacks"
 grep -q " child_work " "$TMP/fork.stacks" || fail "fork: the exec'd child's frames are missing"
 
 # Output does not depend on the number of decoder threads.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #
-# `ptbpf decode --info FILE` on real perf files (shared testdata), on the directory
+# `ptbpf decode --info FILE` on real perf files (tests/data), on the directory
 # form, on ptbpf's own captures, and on bad input (one clear error line, exit 1).
 . "$(dirname "$0")/perfdata_common.inc"
 
@@ -29,7 +29,7 @@ bad() {
 	echo "bad input $(basename "$1"): $(cat "$TMP/bad.err")"
 }
 
-f=$TESTDATA/hase-2018/skl-control_flow/control_flow-20180404T163033.perf
+f=$PERFPT/hase-2018/skl-control_flow/control_flow-20180404T163033.perf
 info "$f"
 cat "$TMP/info"
 has "cpus:       4 online, 4 available" skl
@@ -40,16 +40,18 @@ has "TSC -> perf time: shift 31, mult 672770566" skl
 has "TSC:CTC 266/2, max non-turbo ratio 32" skl
 has "cpu 1: 1 buffer, 1616 bytes" skl
 has "19731/19731 control_flow (exec)" skl
-has "19731 0x400000-0x401000 pgoff 0 /home/joerg/git/angr/hase/tests/bin/control_flow/control_flow" skl
+# the path the capture names: where the set keeps the program, below symfs/
+mapped=$(cd "$(dirname "$f")/symfs" && find . -type f -name control_flow | sed 's/^\.//')
+has "19731 0x400000-0x401000 pgoff 0 $mapped" skl
 has "time span:  969388.447843504 .. 969388.522198892" skl
 has "trigger:    none recorded" skl
 
-info "$TESTDATA/hase-2018/bdw-snapshot-control_flow/perf.data.1"
+info "$PERFPT/hase-2018/bdw-snapshot-control_flow/perf.data.1"
 has "snapshot (overwrite) mode" bdw
 has "( pt tsc branch )" bdw
 has "cpu 1: 1 buffer, 760 bytes" bdw
 
-info "$TESTDATA/quipper-echo-m7-6y75/perf.data.intel_pt-4.14"
+info "$PERFPT/quipper-echo-m7-6y75/perf.data.intel_pt-4.14"
 has "cpu 0: 1 buffer, 12240 bytes" quipper
 has "cpu 3: 1 buffer, 137728 bytes" quipper
 has "15 samples skipped" quipper
@@ -77,7 +79,7 @@ info "$TMP/thread.data"
 has "per-thread buffers, snapshot (overwrite) mode, context switches: none" per-thread
 has "tid 4242: 1 buffer, 48 bytes" per-thread
 
-bad "$TESTDATA/quipper-echo-m7-6y75/perf.data.piped.intel_pt-4.14" "pipe-mode perf.data"
+bad "$PERFPT/quipper-echo-m7-6y75/perf.data.piped.intel_pt-4.14" "pipe-mode perf.data"
 bad "$PTBPF" "not a perf.data file (magic"
 : >"$TMP/empty"
 bad "$TMP/empty" "too short for a header"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #
-# Real `perf record -e intel_pt//u` files (shared testdata), read by ptbpf's reader and
+# Real `perf record -e intel_pt//u` files (tests/data), read by ptbpf's reader and
 # written back by its writer, decode in perf exactly as the originals do, with nothing
 # on stderr, and summarise (`ptbpf decode --info`) the same. Samples (PERF_RECORD_SAMPLE)
 # are not kept by the reader, so the cycles samples of the quipper file go.
@@ -31,10 +31,10 @@ check() {
 	echo "$name: $(wc -l <"$TMP/$name.new") call/return lines and $(wc -l <"$TMP/$name.b") branches, identical"
 }
 
-H=$TESTDATA/hase-2018
+H=$PERFPT/hase-2018
 check "$H/skl-control_flow/control_flow-20180404T163033.perf" "$H/skl-control_flow/symfs" skl-cf
 check "$H/skl-loopy/loopy-20180404T162955.perf" "$H/skl-loopy/symfs" skl-loopy
 check "$H/bdw-snapshot-control_flow/perf.data.1" "$H/bdw-snapshot-control_flow/binaries" bdw-cf
 check "$H/bdw-snapshot-loopy/perf.data.1" "$H/bdw-snapshot-loopy/binaries" bdw-loopy
 # No binaries for this one: perf decodes only packets, the same ones.
-check "$TESTDATA/quipper-echo-m7-6y75/perf.data.intel_pt-4.14" "$TMP/none" quipper
+check "$PERFPT/quipper-echo-m7-6y75/perf.data.intel_pt-4.14" "$TMP/none" quipper

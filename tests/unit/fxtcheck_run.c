@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-#include <signal.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,137 +9,29 @@
 
 #include "fxtcheck_run.h"
 
+/* FXTCHECK (tests/run.sh sets it), else the one built beside this test binary. */
 const char *fxtcheck_path(void)
 {
-	static const char *const tries[] = { "../shared/tools/fxtcheck.py",
-					     "/work/shared/tools/fxtcheck.py" };
+	static char beside[PATH_MAX];
 	const char *p = getenv("FXTCHECK");
-	size_t i;
+	ssize_t n;
+	char *slash;
 
-	if (p && !access(p, R_OK))
-		return p;
-	for (i = 0; i < sizeof(tries) / sizeof(tries[0]); i++)
-		if (!access(tries[i], R_OK))
-			return tries[i];
-	return NULL;
-}
-
-/*
- * Python starts slowly on a loaded machine (seconds), so checks go to one python process
- * per test binary that imports fxtcheck and answers "RC LEN\n" + LEN bytes of output per
- * request, with the same functions the command line uses (check_file, print_stacks,
- * print_text). fxtcheck_cli() runs the real command line.
- */
-static const char coproc_src[] =
-	"import io, sys\n"
-	"sys.path.insert(0, sys.argv[1])\n"
-	"import fxtcheck\n"
-	"while True:\n"
-	"    line = sys.stdin.readline()\n"
-	"    if not line:\n"
-	"        break\n"
-	"    flags, path = line.rstrip('\\n').split('\\t', 1)\n"
-	"    fl = flags.split()\n"
-	"    out = io.StringIO()\n"
-	"    try:\n"
-	"        ck = fxtcheck.check_file(path, strict='--strict' in fl,\n"
-	"                                 want_stacks='--stacks' in fl)\n"
-	"        s = ck.summary()\n"
-	"        if '--stacks' in fl:\n"
-	"            fxtcheck.print_stacks(ck.stacks(), out)\n"
-	"        else:\n"
-	"            fxtcheck.print_text(s, out)\n"
-	"        rc = 0 if s['valid'] else 1\n"
-	"    except OSError as e:\n"
-	"        out.write(str(e))\n"
-	"        rc = 2\n"
-	"    data = out.getvalue().encode()\n"
-	"    sys.stdout.buffer.write(b'%d %d\\n' % (rc, len(data)) + data)\n"
-	"    sys.stdout.buffer.flush()\n";
-
-static FILE *co_in, *co_out;
-static pid_t co_pid;
-
-static void coproc_stop(void)
-{
-	if (co_in)
-		fclose(co_in);
-	if (co_out)
-		fclose(co_out);
-	if (co_pid > 0)
-		waitpid(co_pid, NULL, 0);
-	co_in = co_out = NULL;
-	co_pid = 0;
-}
-
-static int coproc_start(void)
-{
-	const char *py = getenv("PYTHON") ? getenv("PYTHON") : "python3";
-	const char *tool = fxtcheck_path();
-	int to[2], from[2];
-	char *dir, *slash;
-
-	if (co_pid)
-		return co_pid > 0 ? 0 : -1;
-	co_pid = -1;
-	if (!tool || pipe(to) || pipe(from))
-		return -1;
-	dir = strdup(tool);
-	slash = dir ? strrchr(dir, '/') : NULL;
-	if (slash)
-		*slash = 0;
-	co_pid = fork();
-	if (co_pid == 0) {
-		dup2(to[0], 0);
-		dup2(from[1], 1);
-		close(to[0]);
-		close(to[1]);
-		close(from[0]);
-		close(from[1]);
-		execlp(py, py, "-c", coproc_src, slash ? dir : ".", (char *)NULL);
-		_exit(127);
-	}
-	free(dir);
-	close(to[0]);
-	close(from[1]);
-	if (co_pid < 0)
-		return -1;
-	co_in = fdopen(to[1], "w");
-	co_out = fdopen(from[0], "r");
-	signal(SIGPIPE, SIG_IGN);
-	atexit(coproc_stop);
-	return co_in && co_out ? 0 : -1;
+	if (p && *p)
+		return access(p, X_OK) ? NULL : p;
+	n = readlink("/proc/self/exe", beside, sizeof(beside) - sizeof("/fxtcheck"));
+	if (n <= 0)
+		return NULL;
+	beside[n] = 0;
+	slash = strrchr(beside, '/');
+	if (!slash)
+		return NULL;
+	strcpy(slash, "/fxtcheck");
+	return access(beside, X_OK) ? NULL : beside;
 }
 
 int fxtcheck_run(const char *file, const char *flags, char **out)
 {
-	int rc, len;
-	char *buf;
-
-	if (out)
-		*out = NULL;
-	if (coproc_start())
-		return -1;
-	fprintf(co_in, "%s\t%s\n", flags, file);
-	fflush(co_in);
-	if (fscanf(co_out, "%d %d", &rc, &len) != 2 || fgetc(co_out) != '\n' || len < 0)
-		return -1;
-	buf = malloc((size_t)len + 1);
-	if (!buf || fread(buf, 1, (size_t)len, co_out) != (size_t)len) {
-		free(buf);
-		return -1;
-	}
-	buf[len] = 0;
-	if (out)
-		*out = buf;
-	else
-		free(buf);
-	return rc;
-}
-
-int fxtcheck_cli(const char *file, const char *flags, char **out)
-{
-	const char *py = getenv("PYTHON") ? getenv("PYTHON") : "python3";
 	const char *tool = fxtcheck_path();
 	size_t len = 0, cap = 0;
 	char *cmd, *buf = NULL;
@@ -148,7 +40,7 @@ int fxtcheck_cli(const char *file, const char *flags, char **out)
 
 	if (out)
 		*out = NULL;
-	if (!tool || asprintf(&cmd, "%s %s %s %s", py, tool, flags, file) < 0)
+	if (!tool || asprintf(&cmd, "'%s' %s '%s'", tool, flags, file) < 0)
 		return -1;
 	f = popen(cmd, "r");
 	free(cmd);

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -243,13 +244,13 @@ static int count_packets(const uint8_t *buf, size_t size, uint64_t *sync_at)
 
 /*
  * Real Intel PT bytes (a 12 KiB AUX buffer captured on hardware, see its README in
- * ../shared/testdata/hw-pt/keeper-perf-aux) written into a 16 KiB ring the way the
+ * tests/data/hw-pt/keeper-perf-aux) written into a 16 KiB ring the way the
  * hardware does, going round once: the linearised copy decodes to the same packets
  * from its first PSB as the original.
  */
 static void test_real_trace_wrapped(void **state)
 {
-	const char *shared = getenv("SHARED");
+	const char *data = getenv("TESTDATA");	/* tests/run.sh sets it */
 	char path[512];
 	uint8_t trace[12288], *ring = calloc(1, 16384), *out = malloc(16384);
 	uint64_t sync_orig, sync_copy;
@@ -257,15 +258,13 @@ static void test_real_trace_wrapped(void **state)
 	bool wrapped;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/testdata/hw-pt/keeper-perf-aux/traced_data.bin",
-		 shared && *shared ? shared : "/work/shared");
+	snprintf(path, sizeof(path), "%s/hw-pt/keeper-perf-aux/traced_data.bin",
+		 data && *data ? data : "tests/data");
 	f = fopen(path, "rb");
-	if (!f) {
-		printf("SKIP: %s is not here (set SHARED to the shared directory)\n", path);
-		free(ring);
-		free(out);
-		skip();
-	}
+	if (!f)
+		print_error("%s: %s (run from the top of the tree, or set TESTDATA)\n", path,
+			    strerror(errno));
+	assert_non_null(f);
 	n = fread(trace, 1, sizeof(trace), f);
 	fclose(f);
 	assert_int_equal(n, sizeof(trace));
