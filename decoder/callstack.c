@@ -408,9 +408,11 @@ static int write_slot(struct callstack *cs, struct cs_thread *th, const struct c
 	if (kind == SLOT_END)
 		return fxt_end_id(cs->w, th->fxt, 0, depth == cs->max_depth ? cs->id_limit : name,
 				  t, NULL, 0);
+	/* an int32 1, not a bool: Perfetto's FXT importer (v20.1 and later) knows argument
+	 * types 0-8 only and shows a bool as "unknown" (doc/fxt.md) */
 	if (prefix)
-		args[nargs++] = (struct fxt_arg){ .name = "inferred_start", .type = FXT_ARG_BOOL,
-						  .b = true };
+		args[nargs++] = (struct fxt_arg){ .name = "inferred_start", .type = FXT_ARG_INT32,
+						  .i = 1 };
 	if (depth == cs->max_depth) {
 		args[nargs++] = (struct fxt_arg){ .name = "function", .type = FXT_ARG_STRING,
 						  .s = fxt_string(cs->w, name) };

@@ -30,7 +30,7 @@
  * (a call target without a symbol), "[syscall]", "[untraced]", "[depth limit]" (the frame
  * at depth max_depth, which stands for it and all frames below it; arg "function" names
  * it), and instant events "[decode error]" (args offset, ip, message) and "[overflow]"
- * (arg ip). Slices back-dated to the epoch start carry arg "inferred_start" (true).
+ * (arg ip). Slices back-dated to the epoch start carry arg "inferred_start" (int32 1).
  *
  * Not thread-safe: feed one callstack from one thread at a time.
  */
