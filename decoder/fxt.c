@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Fuchsia Trace Format writer. Record layouts: ../shared/notes/fxt.md section 2; every
- * record is built in place in an output buffer as little-endian 64-bit words.
+ * Fuchsia Trace Format writer. Record layouts: doc/fxt.md; every record is built in
+ * place in an output buffer as little-endian 64-bit words.
  *
  * Interning. Strings and threads are the writer's own objects with stable ids; an FXT
  * index (string 1..32767, thread 1..255) is lent to an object when an event needs it and
@@ -853,7 +853,7 @@ static int txt_cmp(const void *a, const void *b, void *ctx)
 	return 0;
 }
 
-/* Prints what `fxtcheck.py --stacks` prints, from the slices gathered. */
+/* Prints what `fxtcheck --stacks` prints, from the slices gathered. */
 static void txt_print(struct fxt_writer *w)
 {
 	char line[96];

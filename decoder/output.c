@@ -3,7 +3,7 @@
  * Sinks of the merged event stream.
  *
  * FXT and text: the call-stack builder (decoder/callstack.c) over the FXT writer, which
- * in text mode prints what `fxtcheck.py --stacks` prints. The builder asks for symbols by
+ * in text mode prints what `fxtcheck --stacks` prints. The builder asks for symbols by
  * (pid, address); the sink remembers which address space each process is in, from the
  * events it passes on, and answers through the symbolizer.
  *

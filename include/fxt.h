@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * Fuchsia Trace Format writer (decoder/fxt.c). Facts: ../shared/notes/fxt.md.
+ * Fuchsia Trace Format writer (decoder/fxt.c). Facts: doc/fxt.md.
  *
  * Callers pass absolute times in nanoseconds; the writer subtracts opts.time_base so the
  * earliest event of the capture is at 0 (Perfetto holds times as doubles) and records
@@ -22,11 +22,12 @@
  * FXT_MAX_NAME_LEN bytes is cut at a character boundary and ends in "…" (U+2026), so the
  * written name is at most FXT_MAX_NAME_LEN bytes. NULL is the empty string.
  *
- * Text mode (opts.text) writes, instead of FXT, exactly what `fxtcheck.py --stacks` prints
- * for the FXT the same calls would have produced: per thread (sorted by pid, tid), a line
- * "# thread pid=P tid=T name=NAME" and one line "DEPTH NAME BEGIN_NS END_NS" per duration
- * slice in begin order, depth by Perfetto's slice-stack rules. It is printed at close, so
- * it holds every slice in memory (about 32 bytes each).
+ * Text mode (opts.text) writes, instead of FXT, exactly what `fxtcheck --stacks`
+ * (tests/tools/fxtcheck.c) prints for the FXT the same calls would have produced: per
+ * thread (sorted by pid, tid), a line "# thread pid=P tid=T name=NAME" and one line
+ * "DEPTH NAME BEGIN_NS END_NS" per duration slice in begin order, depth by Perfetto's
+ * slice-stack rules. It is printed at close, so it holds every slice in memory (about 32
+ * bytes each).
  *
  * Not thread-safe: one writer per thread, or callers serialise.
  */
@@ -45,7 +46,7 @@ struct fxt_opts {
 	uint64_t time_base;		/* absolute ns subtracted from every timestamp */
 	const char *provider_name;	/* provider info record name, "ptbpf" if NULL */
 	bool gzip;			/* force gzip; also on when the path ends in ".gz" */
-	bool text;			/* write `fxtcheck.py --stacks` text instead of FXT */
+	bool text;			/* write `fxtcheck --stacks` text instead of FXT */
 };
 
 enum fxt_arg_type {
@@ -57,7 +58,7 @@ enum fxt_arg_type {
 	FXT_ARG_STRING,
 	FXT_ARG_POINTER,
 	FXT_ARG_KOID,
-	FXT_ARG_BOOL,
+	FXT_ARG_BOOL,		/* valid FXT, but Perfetto shows it as "unknown": use INT32 0/1 */
 };
 
 /* One event argument; at most FXT_MAX_ARGS per event. */
