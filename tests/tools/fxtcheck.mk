@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# fxtcheck: the tests' FXT reader and validator (tests/tools/fxtcheck.c), independent of
-# ptbpf's writer; it needs only zlib.
+# fxtcheck: the tests' FXT reader and validator (tests/tools/fxtcheck.c). It includes no
+# header of the project, so that it stays independent of ptbpf's writer; zlib only.
 FXTCHECK_TOOL := $(OUTPUT)/tests/fxtcheck
 
 all: $(FXTCHECK_TOOL)
 
-$(FXTCHECK_TOOL): tests/tools/fxtcheck.c | $(OUTPUT)/tests
+$(FXTCHECK_TOOL): tests/tools/fxtcheck.c
 	$(call msg,BINARY,$@)
-	$(Q)$(CC) $(CFLAGS) -D_GNU_SOURCE $< -lz -o $@
+	$(Q)mkdir -p $(@D)
+	$(Q)$(call compile,) $< $(LDFLAGS) $(shell $(PKG_CONFIG) --libs zlib) -o $@
