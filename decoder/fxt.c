@@ -732,7 +732,7 @@ static struct txt_thread *txt_thread(struct fxt_writer *w, uint32_t thr)
 	return tt;
 }
 
-/* fxtcheck's _pop_complete: finished complete slices leave the stack (Perfetto rules). */
+/* As fxtcheck's pop_complete: finished complete slices leave the stack (Perfetto rules). */
 static void txt_pop_complete(struct txt_thread *tt, uint64_t ts, bool zero_len_new)
 {
 	while (tt->nst) {
