@@ -185,6 +185,9 @@ function decodeReply(u8) {
 
 // ---- the engine ---------------------------------------------------------------------------
 
+// Compiled once per process: compiling the 7 MB module is most of a trace's load time.
+let engine = null;
+
 class TraceProcessor {
   static async load(trace) {
     const dir = packageDir();
@@ -193,9 +196,21 @@ class TraceProcessor {
     tp.pending = Buffer.alloc(0);
     tp.replies = [];
     tp.seq = 0;
+    if (!engine) {
+      engine = {
+        factory: emscriptenFactory(dir),
+        wasm: await WebAssembly.compile(fs.readFileSync(path.join(dir, 'trace_processor.wasm'))),
+      };
+    }
     await new Promise((resolve, reject) => {
-      tp.module = emscriptenFactory(dir)({
-        wasmBinary: fs.readFileSync(path.join(dir, 'trace_processor.wasm')),
+      tp.module = engine.factory({
+        // emscripten's hook: instantiate it ourselves, from the compiled module. This
+        // build takes its exports at once (no async compilation): synchronously.
+        instantiateWasm: (imports, receive) => {
+          const instance = new WebAssembly.Instance(engine.wasm, imports);
+          receive(instance, engine.wasm);
+          return instance.exports;
+        },
         locateFile: (f) => path.join(dir, f),
         print: (l) => tp.log.push(l),
         printErr: (l) => tp.log.push(l),
