@@ -27,6 +27,14 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Per-run settings, written by the loader before load. */
 const volatile __u32 targ_tgid = 0;		/* 0: every process (--system-wide) */
+/*
+ * Never a fire in ptbpf's own processes: itself, its guardian (user/guardian.h), and a
+ * command it started until that command's exec (before it, the child is ptbpf's code,
+ * named "ptbpf", waiting for the go-ahead: its waits and system calls are ptbpf's).
+ */
+const volatile __u32 self_tgid = 0;
+const volatile __u32 guardian_tgid = 0;	/* 0: none */
+const volatile __u32 spawn_tgid = 0;		/* 0: none (-p) */
 const volatile bool gate_mode = false;		/* return values gate perf events */
 const volatile __u64 nth = 1;			/* fire from the Nth qualifying hit on */
 const volatile __u64 max_fires = 0;		/* 0: no limit */
@@ -47,6 +55,8 @@ const volatile __s32 syscall_nrs[MAX_TRIGGERS] = {}; /* syscall triggers: nr, -1
 __u64 armed_ns = 0;
 /* once_per_arm: a fire since the last arming (cleared by the loader). */
 __u32 disarmed = 0;
+/* The command ptbpf started (spawn_tgid) has exec'd: from then on it is the program. */
+__u32 spawn_execed = 0;
 
 /* Counters, per trigger index, read by the loader (-v). */
 __u64 hits[MAX_TRIGGERS] = {};		/* hook ran for a thread in scope */
@@ -135,7 +145,19 @@ struct {
 
 static __always_inline bool in_scope(__u32 tgid)
 {
+	if (tgid == self_tgid || (guardian_tgid && tgid == guardian_tgid))
+		return false;
+	if (spawn_tgid && tgid == spawn_tgid && !spawn_execed)
+		return false;
 	return !targ_tgid || tgid == targ_tgid;
+}
+
+SEC("tp/sched/sched_process_exec")
+int spawn_exec(void *ctx)
+{
+	if ((__u32)(bpf_get_current_pid_tgid() >> 32) == spawn_tgid)
+		spawn_execed = 1;
+	return 0;
 }
 
 /* What a hook knows about a candidate fire. */

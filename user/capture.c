@@ -23,6 +23,7 @@
 #include "backend.h"
 #include "cli.h"
 #include "commands.h"
+#include "guardian.h"
 #include "log.h"
 #include "output.h"
 #include "perfdata.h"
@@ -174,6 +175,7 @@ static int setup_fds(struct capture_run *run)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
 	if (sigprocmask(SIG_BLOCK, &mask, NULL))
 		return -errno;
 	run->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -375,7 +377,7 @@ static void finish_command(struct capture_run *run)
 		return;
 	}
 	if (!run->snapshots || run->reason == TRIGGER_SIGNAL || run->reason == TRIGGER_DURATION ||
-	    t->pidfd < 0 || run->sfd < 0) {
+	    t->pidfd < 0 || run->sfd < 0 || guardian_gone()) {
 		elog("%s (pid %d) runs on, untraced\n", t->comm, t->pid);
 		return;
 	}
@@ -383,6 +385,9 @@ static void finish_command(struct capture_run *run)
 	     t->pid);
 	while (poll(pfd, 2, -1) < 0 && errno == EINTR)
 		;
+	/* ptbpf's own end (its guardian killed) is no reason to end the command */
+	if (pfd[1].revents && guardian_gone())
+		return;
 	if (pfd[1].revents)
 		kill(t->pid, SIGTERM);
 	if (waitpid(t->pid, &status, 0) == t->pid)
@@ -464,6 +469,14 @@ int cmd_capture(struct capture_opts *opts)
 	opts->fire_once_per_arm = true;
 	run.ops = choose_backend(opts);
 	run.poll_every = run.ops == &ss_backend_ops ? SS_POLL_EVERY : 1;
+	/* A stepping tracer must outlive a SIGKILL of ptbpf: see user/guardian.h. */
+	if (run.ops == &ss_backend_ops) {
+		err = guardian_split();
+		if (err) {
+			elog("cannot start the tracing process: %s\n", strerror(-err));
+			return 1;
+		}
+	}
 	if (run.ops == &pt_backend_ops && opts->backend == BACKEND_PT) {
 		char why[512];
 
@@ -477,6 +490,7 @@ int cmd_capture(struct capture_opts *opts)
 			: target__attach_pid(opts->pid, &run.target);
 	if (err)
 		return err == -ENOMEM ? 1 : 2;
+	guardian_protect();
 	err = output_plan__init(&run.plan, opts->output, opts->keep_capture,
 				opts->keep_capture_path, run.target->comm, run.target->pid,
 				time(NULL), opts->max_snapshots > 1);
@@ -513,7 +527,8 @@ int cmd_capture(struct capture_opts *opts)
 		case TRIGGER_EXIT:
 		case TRIGGER_SIGNAL:
 		case TRIGGER_DURATION:
-			snapshot = final_snapshot;
+			/* ptbpf was killed: let the target go at once, nothing more */
+			snapshot = final_snapshot && !guardian_gone();
 			break;
 		default:
 			snapshot = true;

@@ -94,10 +94,19 @@ int target__spawn(char *const argv[], struct target **out)
 		goto cleanup;
 	}
 	if (t->pid == 0) {
+		sigset_t none;
+
 		close(go[1]);
 		close(exec_err[0]);
-		/* Held here until the rings and triggers are armed. */
-		if (read(go[0], &c, 1) != 1)
+		/* ptbpf reads its signals from a signalfd: the command gets them as usual. */
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		/*
+		 * Held here until the rings and triggers are armed. An end of file without
+		 * the byte means ptbpf died before: the command the user asked for runs
+		 * anyway, untraced. (ptbpf's own errors kill it first, see target__free.)
+		 */
+		if (read(go[0], &c, 1) < 0)
 			_exit(127);
 		execv(t->exe, argv);
 		err = errno;

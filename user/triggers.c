@@ -17,6 +17,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#include "guardian.h"
 #include "log.h"
 #include "perfdata.h"
 #include "symtab.h"
@@ -56,6 +57,7 @@ struct triggers {
 	struct trigger_bpf *skel;
 	enum trigger_attach_mode mode;
 	pid_t tgid;			/* 0: system-wide */
+	pid_t spawn_tgid;		/* a command ptbpf started, 0 with -p */
 	int nr;
 	struct trig trig[MAX_TRIGGERS];
 	struct bpf_link *links[MAX_LINKS];
@@ -533,6 +535,9 @@ static int configure(struct triggers *t, const struct capture_opts *o)
 	int i;
 
 	ro->targ_tgid = t->tgid;
+	ro->self_tgid = getpid();
+	ro->guardian_tgid = guardian_pid();
+	ro->spawn_tgid = t->spawn_tgid;
 	ro->gate_mode = t->mode == TRIGGER_ATTACH_GATE;
 	ro->nth = o->nth ? o->nth : 1;
 	ro->max_fires = o->max_snapshots;
@@ -548,6 +553,7 @@ static int configure(struct triggers *t, const struct capture_opts *o)
 	}
 	disable_all_programs(t->skel);
 	select_programs(t);
+	autoload(t->skel->progs.spawn_exec, t->spawn_tgid);
 	/* Only the tp_btf programs use task storage (5.11+): don't ask an older kernel. */
 	bpf_map__set_autocreate(t->skel->maps.runq_task_start, t->tp_btf);
 	return 0;
@@ -570,6 +576,7 @@ int triggers__new(const struct capture_opts *o, pid_t tgid, enum trigger_attach_
 		return -ENOMEM;
 	t->mode = mode;
 	t->tgid = o->system_wide ? 0 : tgid;
+	t->spawn_tgid = o->cmd ? tgid : 0;
 	t->nr = o->nr_triggers;
 	snprintf(t->group, sizeof(t->group), "ptbpf_%d", getpid());
 	t->tp_btf = have_tp_btf();
@@ -765,6 +772,8 @@ int triggers__attach(struct triggers *t)
 			break;
 		}
 	}
+	if (!err)
+		err = attach_shared(t, s->progs.spawn_exec);
 	if (!err)
 		err = attach_shared(t, s->progs.sched_wakeup);
 	if (!err)
