@@ -57,6 +57,13 @@ __u64 armed_ns = 0;
 __u32 disarmed = 0;
 /* The command ptbpf started (spawn_tgid) has exec'd: from then on it is the program. */
 __u32 spawn_execed = 0;
+/*
+ * The program's own clock, kept by the singlestep backend: stepping makes the program
+ * run ~10^4 times slower, and its trace's clock counts what the program would have
+ * taken. Latencies are measured on that clock, so a call fires on its untraced length.
+ * 0 (Intel PT, --dry-run): the program runs at its own speed, CLOCK_MONOTONIC.
+ */
+__u64 trace_clock_ns = 0;
 
 /* Counters, per trigger index, read by the loader (-v). */
 __u64 hits[MAX_TRIGGERS] = {};		/* hook ran for a thread in scope */
@@ -142,6 +149,14 @@ struct {
 	__type(key, __u32);
 	__type(value, struct sys_entry);
 } sys_start SEC(".maps");
+
+/* Now, on the program's clock (see trace_clock_ns): for latencies only. */
+static __always_inline __u64 program_ns(void)
+{
+	__u64 t = trace_clock_ns;
+
+	return t ? t : bpf_ktime_get_ns();
+}
 
 static __always_inline bool in_scope(__u32 tgid)
 {
@@ -322,7 +337,7 @@ int BPF_KPROBE(uprobe_entry)
 		__sync_fetch_and_add(&depth_overflow, 1);
 		return 0;
 	}
-	st->ts[d] = bpf_ktime_get_ns();
+	st->ts[d] = program_ns();
 	st->sp[d] = PT_REGS_SP(ctx);
 	st->ip[d] = PT_REGS_IP(ctx);
 	st->arg0[d] = PT_REGS_PARM1(ctx);
@@ -376,8 +391,9 @@ int BPF_KRETPROBE(uretprobe_exit)
 
 	c.index = key.index & (MAX_TRIGGERS - 1);
 	__sync_fetch_and_add(&hits[c.index], 1);
-	c.latency_ns = now - st->ts[slot];
-	if (c.latency_ns <= thresh_ns[c.index])
+	/* a call entered before the trace clock started has no length on it */
+	c.latency_ns = program_ns() - st->ts[slot];
+	if ((__s64)c.latency_ns < 0 || c.latency_ns <= thresh_ns[c.index])
 		return 0;
 	c.kind = TRIGGER_UPROBE_LATENCY;
 	c.pid = id >> 32;
@@ -585,7 +601,7 @@ static __always_inline void sys_enter_common(long nr, __u64 arg0)
 
 	if (!in_scope(id >> 32))
 		return;
-	e.ts = bpf_ktime_get_ns();
+	e.ts = program_ns();
 	e.nr = nr;
 	e.arg0 = arg0;
 	bpf_map_update_elem(&sys_start, &tid, &e, BPF_ANY);
@@ -605,7 +621,9 @@ static __always_inline int sys_exit_common(long ret)
 	if (!e)
 		return 0;
 	now = bpf_ktime_get_ns();
-	c.latency_ns = now - e->ts;
+	c.latency_ns = program_ns() - e->ts;
+	if ((__s64)c.latency_ns < 0)
+		c.latency_ns = 0;
 	c.arg0 = e->nr;
 	c.arg1 = ret;
 	bpf_map_delete_elem(&sys_start, &tid);

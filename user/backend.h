@@ -34,6 +34,12 @@ struct run_hooks {
 	/* > 0: stop now (a trigger fired, a signal, a timeout), 0: go on, < 0: error. */
 	int (*check)(void *ctx);
 	void *ctx;
+	/*
+	 * NULL, or where a backend that runs the program on a clock of its own (the
+	 * singlestep backend's trace clock) keeps that clock's time, so that latency
+	 * triggers measure what the program would have taken untraced.
+	 */
+	uint64_t *trace_clock;
 };
 
 enum run_result {

@@ -502,6 +502,7 @@ int cmd_capture(struct capture_opts *opts)
 	ret = 1;
 	hooks.fds = run.fds;
 	hooks.nr_fds = run.nr_fds;
+	hooks.trace_clock = triggers__trace_clock(run.trig);
 	describe_wait(&run);
 
 	while (run.snapshots < opts->max_snapshots) {

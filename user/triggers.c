@@ -1064,6 +1064,11 @@ int triggers__ringbuf_fd(const struct triggers *t)
 	return bpf_map__fd(t->skel->maps.rb);
 }
 
+uint64_t *triggers__trace_clock(struct triggers *t)
+{
+	return t && t->skel ? (uint64_t *)&t->skel->bss->trace_clock_ns : NULL;
+}
+
 int triggers__consume(struct triggers *t, trigger_cb cb, void *ctx)
 {
 	int n;

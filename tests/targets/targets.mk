@@ -15,3 +15,4 @@ TARGET_LDFLAGS_tailcall := -static
 TARGET_CFLAGS_tailcall := -O2 -g -fno-omit-frame-pointer
 TARGET_LDFLAGS_ticker := -static
 TARGET_LDFLAGS_survivor := -static
+TARGET_LDFLAGS_lat_server := -static

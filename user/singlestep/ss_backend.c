@@ -1091,6 +1091,13 @@ static uint64_t advance_clock(struct backend *b)
 	return b->now + SS_NS_PER_INSN;
 }
 
+/* The trace clock's time, for the latency triggers (run_hooks). */
+static void publish_clock(struct backend *b, const struct run_hooks *hooks)
+{
+	if (hooks && hooks->trace_clock)
+		__atomic_store_n(hooks->trace_clock, b->now, __ATOMIC_RELAXED);
+}
+
 /* Nothing to step: sleep until a stop or one of the capture loop's fds. */
 static int idle_wait(struct backend *b, const struct run_hooks *hooks)
 {
@@ -1109,6 +1116,7 @@ static int idle_wait(struct backend *b, const struct run_hooks *hooks)
 	/* --clock mixed: every thread waits in the kernel, and that time is real. */
 	if (b->opts->clock == SS_CLOCK_MIXED)
 		b->now += mono_ns() - t0;
+	publish_clock(b, hooks);
 	return 0;
 }
 
@@ -1135,6 +1143,7 @@ static int ss_run(struct backend *b, const struct run_hooks *hooks)
 		if (c < b->nr_cpus) {
 			b->round++;
 			b->now = advance_clock(b);
+			publish_clock(b, hooks);
 		}
 		stepped = 0;
 		for (c = 0; c < b->nr_cpus; c++) {
