@@ -58,12 +58,11 @@ __u32 disarmed = 0;
 /* The command ptbpf started (spawn_tgid) has exec'd: from then on it is the program. */
 __u32 spawn_execed = 0;
 /*
- * The program's own clock, kept by the singlestep backend: stepping makes the program
- * run ~10^4 times slower, and its trace's clock counts what the program would have
- * taken. Latencies are measured on that clock, so a call fires on its untraced length.
- * 0 (Intel PT, --dry-run): the program runs at its own speed, CLOCK_MONOTONIC.
+ * The program's own clock (include/trigger.h), kept by the singlestep backend: stepping
+ * makes the program run ~10^4 times slower, and the trace's clock counts what it would
+ * have taken. Latencies are measured on it, so a call fires on its untraced length.
  */
-__u64 trace_clock_ns = 0;
+struct trace_clock trace_clock = {};
 
 /* Counters, per trigger index, read by the loader (-v). */
 __u64 hits[MAX_TRIGGERS] = {};		/* hook ran for a thread in scope */
@@ -150,12 +149,21 @@ struct {
 	__type(value, struct sys_entry);
 } sys_start SEC(".maps");
 
-/* Now, on the program's clock (see trace_clock_ns): for latencies only. */
+/* Now, on the program's clock (see trace_clock): for latencies only. */
 static __always_inline __u64 program_ns(void)
 {
-	__u64 t = trace_clock_ns;
+	__u64 t = trace_clock.now_ns, idle, now;
 
-	return t ? t : bpf_ktime_get_ns();
+	if (!t)
+		return bpf_ktime_get_ns();
+	/* every thread waits (a system call returning now): real time counts */
+	idle = trace_clock.idle_since_ns;
+	if (idle) {
+		now = bpf_ktime_get_ns();
+		if (now > idle)
+			t += now - idle;
+	}
+	return t;
 }
 
 static __always_inline bool in_scope(__u32 tgid)

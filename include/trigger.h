@@ -30,6 +30,18 @@ enum trigger_kind {
 	TRIGGER_DURATION = 9,		/* --duration elapsed with --snapshot-on-exit (loader) */
 };
 
+/*
+ * The traced program's own clock, kept by a backend that slows the program down (the
+ * singlestep backend) in the BPF object's mapped .bss, so that latencies compare with
+ * the program's untraced times: now_ns is the trace's clock (0: none, CLOCK_MONOTONIC
+ * is the program's clock); while idle_since_ns is not 0 (CLOCK_MONOTONIC ns), every
+ * thread waits in the kernel and the trace's clock runs with real time from now_ns.
+ */
+struct trace_clock {
+	__u64 now_ns;
+	__u64 idle_since_ns;
+};
+
 /* One fire. */
 struct trigger_rec {
 	__u32 type;		/* enum rec_type: REC_TRIGGER */

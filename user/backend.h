@@ -20,6 +20,7 @@
 
 struct backend;
 struct target;
+struct trace_clock;
 
 /*
  * What the capture loop gives a backend's run(): fds to watch (the BPF ring buffer,
@@ -39,7 +40,7 @@ struct run_hooks {
 	 * singlestep backend's trace clock) keeps that clock's time, so that latency
 	 * triggers measure what the program would have taken untraced.
 	 */
-	uint64_t *trace_clock;
+	struct trace_clock *trace_clock;
 };
 
 enum run_result {

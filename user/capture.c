@@ -101,10 +101,16 @@ static int check(void *ctx)
 	return 1;
 }
 
-static const struct backend_ops *choose_backend(const struct capture_opts *opts)
+/*
+ * The backend of --backend, else pt where usable. Choosing singlestep by default fills
+ * `notice` (printed once the capture starts, so that errors before stay one line).
+ */
+static const struct backend_ops *choose_backend(const struct capture_opts *opts,
+						char *notice, size_t size)
 {
 	char why[512] = "";
 
+	notice[0] = '\0';
 	switch (opts->backend) {
 	case BACKEND_PT:
 		return &pt_backend_ops;
@@ -117,9 +123,31 @@ static const struct backend_ops *choose_backend(const struct capture_opts *opts)
 		return &pt_backend_ops;
 	/* The reason without its fix: the fix is what this notice says. */
 	why[strcspn(why, ";")] = '\0';
-	elog("%s: using the singlestep backend (software PT, ~1000x slower than the program "
-	     "runs; --backend singlestep silences this)\n", why);
+	snprintf(notice, size, "%s: using the singlestep backend (software PT: the program runs "
+		 "10^3 to 10^4 times slower; --backend singlestep silences this)", why);
 	return &ss_backend_ops;
+}
+
+/*
+ * Run-queue latency has no meaning for a single-stepped program: each step is a stop
+ * and a wakeup by ptbpf, so the waits for a CPU it would measure are the tracer's.
+ */
+static int check_backend_triggers(const struct capture_opts *opts, const struct backend_ops *ops)
+{
+	int i;
+
+	if (ops != &ss_backend_ops)
+		return 0;
+	for (i = 0; i < opts->nr_triggers; i++) {
+		if (opts->triggers[i].kind != TRIGGER_RUNQ_LATENCY)
+			continue;
+		elog("--latency-over without --uprobe (run-queue latency) cannot be measured under "
+		     "the singlestep backend: every step stops and wakes the program, so its waits "
+		     "for a CPU would be ptbpf's; find them with --dry-run (the program runs "
+		     "untraced) or capture on a host with Intel PT\n");
+		return -EINVAL;
+	}
+	return 0;
 }
 
 static const char *target_end(struct target *t, char *buf, size_t size);
@@ -459,7 +487,7 @@ int cmd_capture(struct capture_opts *opts)
 	struct capture_run run = { .opts = opts, .sfd = -1, .tfd = -1 };
 	struct run_hooks hooks = { .check = check, .ctx = &run };
 	bool final_snapshot = !opts->nr_triggers || opts->snapshot_on_exit;
-	char end[64];
+	char end[64], notice[640];
 	int err, ret = 1;
 
 	/* Without decoding, the capture is the only output. */
@@ -467,7 +495,9 @@ int cmd_capture(struct capture_opts *opts)
 		opts->keep_capture = true;
 	/* Each fire is a snapshot: none while it is taken (triggers__arm() after resume). */
 	opts->fire_once_per_arm = true;
-	run.ops = choose_backend(opts);
+	run.ops = choose_backend(opts, notice, sizeof(notice));
+	if (check_backend_triggers(opts, run.ops))
+		return 2;
 	run.poll_every = run.ops == &ss_backend_ops ? SS_POLL_EVERY : 1;
 	/* A stepping tracer must outlive a SIGKILL of ptbpf: see user/guardian.h. */
 	if (run.ops == &ss_backend_ops) {
@@ -503,6 +533,8 @@ int cmd_capture(struct capture_opts *opts)
 	hooks.fds = run.fds;
 	hooks.nr_fds = run.nr_fds;
 	hooks.trace_clock = triggers__trace_clock(run.trig);
+	if (notice[0])
+		elog("%s\n", notice);
 	describe_wait(&run);
 
 	while (run.snapshots < opts->max_snapshots) {

@@ -1064,9 +1064,9 @@ int triggers__ringbuf_fd(const struct triggers *t)
 	return bpf_map__fd(t->skel->maps.rb);
 }
 
-uint64_t *triggers__trace_clock(struct triggers *t)
+struct trace_clock *triggers__trace_clock(struct triggers *t)
 {
-	return t && t->skel ? (uint64_t *)&t->skel->bss->trace_clock_ns : NULL;
+	return t && t->skel ? &t->skel->bss->trace_clock : NULL;
 }
 
 int triggers__consume(struct triggers *t, trigger_cb cb, void *ctx)

@@ -83,10 +83,10 @@ int triggers__ringbuf_fd(const struct triggers *t);
 
 /*
  * Where a backend whose program runs on a clock of its own (singlestep) keeps that
- * clock's time (ns, 0: none): latency triggers measure on it. Mapped BPF memory: a
+ * clock (include/trigger.h): latency triggers measure on it. Mapped BPF memory: a
  * plain store is seen by the next probe hit.
  */
-uint64_t *triggers__trace_clock(struct triggers *t);
+struct trace_clock *triggers__trace_clock(struct triggers *t);
 
 /*
  * Hand every waiting record to `cb`, without blocking. Returns how many were consumed,

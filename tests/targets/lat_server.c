@@ -2,8 +2,8 @@
 /*
  * Traced by tests/integration/capture_clock.sh: serves REQUESTS requests (default 10)
  * with handle(i), each a few thousand instructions of work; request SLOW (default 7)
- * also sleeps 40 ms. Untraced, request 0 may take a few ms (the first hit of a uprobe
- * maps its page), request SLOW 40 ms; single-stepped, every request takes longer than
+ * also sleeps 200 ms. Untraced, request 0 may take a few ms (the first hit of a uprobe
+ * maps its page), request SLOW 200 ms; single-stepped, every request takes longer than
  * that in wall time.
  */
 #include <stdio.h>
@@ -14,11 +14,11 @@ static long slow = 7;
 
 __attribute__((noinline)) long handle(long i)
 {
-	struct timespec ts = { .tv_nsec = 40 * 1000 * 1000 };
+	struct timespec ts = { .tv_nsec = 200 * 1000 * 1000 };
 	long x = i;
 	int k;
 
-	for (k = 0; k < 400; k++)
+	for (k = 0; k < 1000; k++)
 		x = x * 31 + k;
 	if (i == slow)
 		nanosleep(&ts, NULL);
