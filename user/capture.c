@@ -525,7 +525,7 @@ int cmd_capture(struct capture_opts *opts)
 				opts->keep_capture_path, run.target->comm, run.target->pid,
 				time(NULL), opts->max_snapshots > 1);
 	if (err)
-		goto cleanup;
+		goto cleanup;	/* said in one line; the command, held before exec, never ran */
 	ret = arm(&run);
 	if (ret)
 		goto cleanup;

@@ -25,7 +25,7 @@ static int pidfd_open_compat(pid_t pid)
 }
 
 /* execvp's lookup, done before fork so "no such command" is an error of ptbpf's. */
-static int resolve_command(const char *cmd, char **out)
+int target_resolve_command(const char *cmd, char **out)
 {
 	const char *path, *p, *end;
 	char buf[PATH_MAX];
@@ -79,7 +79,7 @@ int target__spawn(char *const argv[], struct target **out)
 	t = target__alloc();
 	if (!t)
 		return -ENOMEM;
-	err = resolve_command(argv[0], &t->exe);
+	err = target_resolve_command(argv[0], &t->exe);
 	if (err) {
 		elog("cannot run '%s': %s\n", argv[0], strerror(-err));
 		goto cleanup;
