@@ -344,6 +344,14 @@ static int take_snapshot(struct capture_run *run)
 		elog("snapshot failed: %s\n", strerror(-err));
 		goto cleanup;
 	}
+	if (!cap->nr_aux && run->ops == &ss_backend_ops) {
+		/* not "no Intel PT data": stepping traces what runs, and nothing did */
+		elog("%s (pid %d) ran no instructions while traced (it waited in the kernel "
+		     "throughout): nothing to snapshot; trace it longer (--duration) or when it "
+		     "works\n", run->target->comm, run->target->pid);
+		err = -ENODATA;
+		goto cleanup;
+	}
 	run->snapshots++;
 	err = output_plan__paths(&run->plan, run->snapshots, &fxt, &data);
 	if (err)

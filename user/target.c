@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "privs.h"
 #include "proc_synth.h"
 #include "target.h"
 
@@ -148,10 +149,16 @@ int target__attach_pid(pid_t pid, struct target **out)
 	if (kill(pid, 0)) {
 		int err = -errno;
 
-		if (err == -ESRCH)
+		char why[320];
+
+		if (err == -ESRCH) {
 			elog("no process with PID %d\n", pid);
-		else
+		} else if (err == -EPERM) {
+			privs_ptrace_denied(pid, why, sizeof(why));
+			elog("cannot trace PID %d: %s\n", pid, why);
+		} else {
 			elog("cannot trace PID %d: %s\n", pid, strerror(-err));
+		}
 		return err;
 	}
 	t = target__alloc();

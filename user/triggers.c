@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/capability.h>
 
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -19,6 +20,7 @@
 
 #include "guardian.h"
 #include "log.h"
+#include "privs.h"
 #include "perfdata.h"
 #include "symtab.h"
 #include "syscalls.h"
@@ -602,6 +604,21 @@ int triggers__new(const struct capture_opts *o, pid_t tgid, enum trigger_attach_
 	if (err)
 		goto cleanup;
 	err = trigger_bpf__load(t->skel);
+	if (err == -EPERM && !privs_has_cap(CAP_SYS_ADMIN) &&
+	    (!privs_has_cap(CAP_BPF) || !privs_has_cap(CAP_PERFMON))) {
+		char self[PATH_MAX] = "ptbpf";
+		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+		if (n > 0)
+			self[n] = '\0';
+		/* a missing privilege, not the verifier's verdict */
+		elog("cannot load the trigger BPF programs: %s lacks %s: run as root, or grant "
+		     "them: sudo setcap cap_bpf,cap_perfmon,cap_sys_ptrace+ep %s\n",
+		     getuid() ? "this user" : "this process",
+		     !privs_has_cap(CAP_BPF) && !privs_has_cap(CAP_PERFMON) ? "CAP_BPF and CAP_PERFMON" :
+		     !privs_has_cap(CAP_BPF) ? "CAP_BPF" : "CAP_PERFMON", self);
+		goto cleanup;
+	}
 	if (err) {
 		elog("cannot load the trigger BPF programs: %s (run with -vvv for the verifier "
 		     "log)\n", strerror(-err));

@@ -724,7 +724,8 @@ static int thread_gone(struct backend *b, struct ss_thread *t, bool reaped, int 
 				  0);
 	t->state = TS_GONE;
 	b->nr_live--;
-	if (reaped && b->target && t->tid == b->target->pid && b->target->spawned)
+	/* a tracer learns how its tracees end, children or not (-p): killed is not exited */
+	if (reaped && b->target && t->tid == b->target->pid)
 		b->target->exit_status = status;
 	return err;
 }
@@ -1248,17 +1249,15 @@ static int seize(struct backend *b, pid_t tid, bool interrupt)
 {
 	if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)b->ptrace_opts)) {
 		int err = -errno;
-		long tracer = 0;
+		char why[320];
 
-		/* the tracer of the thread (TracerPid), 0 if none */
-		if (err == -EPERM)
-			proc_status_field(tid, "TracerPid", &tracer);
-		if (tracer)
-			elog("cannot trace thread %d: process %ld (a debugger?) already traces it\n",
-			     tid, tracer);
-		else if (err != -ESRCH)
-			elog("cannot trace thread %d: ptrace: %s%s\n", tid, strerror(-err),
-			     err == -EPERM ? " (see ptbpf doctor: ptrace)" : "");
+		/* doctor's ptrace check is on a child of ptbpf: say what differs for this one */
+		if (err == -EPERM) {
+			privs_ptrace_denied(tid, why, sizeof(why));
+			elog("cannot trace thread %d: ptrace not permitted: %s\n", tid, why);
+		} else if (err != -ESRCH) {
+			elog("cannot trace thread %d: ptrace: %s\n", tid, strerror(-err));
+		}
 		return err;
 	}
 	if (interrupt && ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) && errno != ESRCH)
