@@ -19,6 +19,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#include <bpf/usdt.bpf.h>
+
 #include "trigger.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -289,17 +291,16 @@ static __always_inline int tp_ret(int fire)
  */
 #define TP_LINK_RET 1
 
-/* An entry probe (uprobe or kprobe) hit: the cookie is the trigger's index. */
-static __always_inline int probe_hit(struct pt_regs *ctx, __u32 kind)
+/* An entry probe hit (uprobe, kprobe, USDT): trigger `index`, with two arguments. */
+static __always_inline int entry_hit(struct pt_regs *ctx, __u32 kind, __u64 index,
+				     __u64 arg0, __u64 arg1)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct cand c = {};
 
-	if (!in_scope(id >> 32))
+	if (!in_scope(id >> 32) || index >= MAX_TRIGGERS)
 		return 0;
-	c.index = bpf_get_attach_cookie(ctx);
-	if (c.index >= MAX_TRIGGERS)
-		return 0;
+	c.index = index;
 	__sync_fetch_and_add(&hits[c.index], 1);
 	c.kind = kind;
 	c.pid = id >> 32;
@@ -307,9 +308,16 @@ static __always_inline int probe_hit(struct pt_regs *ctx, __u32 kind)
 	c.now = bpf_ktime_get_ns();
 	c.ip = PT_REGS_IP(ctx);
 	c.func_ip = c.ip;
-	c.arg0 = PT_REGS_PARM1(ctx);
-	c.arg1 = PT_REGS_PARM2(ctx);
+	c.arg0 = arg0;
+	c.arg1 = arg1;
 	return kprobe_ret(try_fire(&c));
+}
+
+/* A uprobe or kprobe hit: the cookie is the trigger's index. */
+static __always_inline int probe_hit(struct pt_regs *ctx, __u32 kind)
+{
+	return entry_hit(ctx, kind, bpf_get_attach_cookie(ctx), PT_REGS_PARM1(ctx),
+			 PT_REGS_PARM2(ctx));
 }
 
 /* --uprobe BIN:SYM: the function was entered. */
@@ -317,6 +325,20 @@ SEC("uprobe")
 int BPF_KPROBE(uprobe_hit)
 {
 	return probe_hit(ctx, TRIGGER_UPROBE);
+}
+
+/*
+ * --usdt BIN:PROVIDER:NAME: the program passed its USDT probe (libbpf's USDT support: the
+ * USDT cookie is the trigger's index, the probe's first two arguments are arg0, arg1).
+ */
+SEC("usdt")
+int usdt_hit(struct pt_regs *ctx)
+{
+	long arg0 = 0, arg1 = 0;
+
+	bpf_usdt_arg(ctx, 0, &arg0);
+	bpf_usdt_arg(ctx, 1, &arg1);
+	return entry_hit(ctx, TRIGGER_USDT, bpf_usdt_cookie(ctx), arg0, arg1);
 }
 
 /* --latency-over with --uprobe: remember the entry (recursion: one slot per depth). */

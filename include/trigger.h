@@ -28,6 +28,7 @@ enum trigger_kind {
 	TRIGGER_SIGNAL = 7,		/* no trigger: Ctrl-C / SIGTERM (made by the loader) */
 	TRIGGER_EXIT = 8,		/* no trigger: the target exited (made by the loader) */
 	TRIGGER_DURATION = 9,		/* --duration elapsed with --snapshot-on-exit (loader) */
+	TRIGGER_USDT = 10,		/* --usdt: a USDT probe (sys/sdt.h) was hit */
 };
 
 /*

@@ -39,6 +39,8 @@ static const char capture_doc[] =
 	"      the same: a function without BIN: is the traced program's\n"
 	"  ptbpf --uprobe '?slow' -- ./bin\n"
 	"      list ./bin's functions matching 'slow', best first (no capture)\n"
+	"  ptbpf --usdt ptbpf:trigger -- ./bin\n"
+	"      snapshot where ./bin calls PTBPF_TRIGGER() (include/ptbpf.h)\n"
 	"  ptbpf --uprobe ./bin:handle --latency-over 200us -p 1234\n"
 	"      snapshot at the return of a handle() call slower than 200us\n"
 	"  ptbpf --latency-over 2ms -p 1234\n"
@@ -61,6 +63,7 @@ enum {
 	OPT_KPROBE,
 	OPT_TRACEPOINT,
 	OPT_LATENCY_OVER,
+	OPT_USDT,
 	OPT_SYSCALL_LATENCY_OVER,
 	OPT_SYSCALL,
 	OPT_NTH,
@@ -92,6 +95,9 @@ static const struct argp_option capture_options[] = {
 	  "Fire when the function is entered (also BIN:0xADDR), by any thread of the target; "
 	  "without BIN: a function of the traced program; '?PATTERN': list the program's "
 	  "functions matching PATTERN, ranked, and exit" },
+	{ "usdt", OPT_USDT, "[BIN:]PROVIDER:NAME", 0,
+	  "Fire when the program passes its USDT probe (<sys/sdt.h>, PTBPF_TRIGGER() of "
+	  "include/ptbpf.h); without BIN: the traced program's" },
 	{ "kprobe", OPT_KPROBE, "SYM", 0, "Fire when the kernel function is entered" },
 	{ "tracepoint", OPT_TRACEPOINT, "CAT:NAME", 0, "Fire on a tracepoint hit in the target" },
 	{ "latency-over", OPT_LATENCY_OVER, "DUR", 0,
@@ -421,6 +427,8 @@ static error_t parse_capture_opt(int key, char *arg, struct argp_state *state)
 		return add_trigger(state, o, TRIGGER_UPROBE, arg);
 	case OPT_KPROBE:
 		return add_trigger(state, o, TRIGGER_KPROBE, arg);
+	case OPT_USDT:
+		return add_trigger(state, o, TRIGGER_USDT, arg);
 	case OPT_TRACEPOINT:
 		if (!strchr(arg, ':'))
 			return usage_error(state, "invalid --tracepoint '%s': expected CAT:NAME, "
@@ -653,6 +661,26 @@ static int program_uprobe(struct capture_opts *o, struct trigger_spec *t)
 	return 0;
 }
 
+/* --usdt PROVIDER:NAME (one colon): a probe of the traced program. */
+static int program_usdt(struct capture_opts *o, struct trigger_spec *t)
+{
+	char *colon = strchr(t->arg, ':'), *bin = NULL, *spec;
+	int err;
+
+	if (!colon || strchr(colon + 1, ':'))
+		return 0;
+	err = program_path(o, &bin);
+	if (err)
+		return err;
+	err = asprintf(&spec, "%s:%s", bin, t->arg) < 0 ? -ENOMEM : 0;
+	free(bin);
+	if (err)
+		return err;
+	free(t->arg);
+	t->arg = spec;
+	return 0;
+}
+
 /* Turn --latency-over into the trigger it means, once every option is known. */
 static int resolve_triggers(struct capture_opts *o)
 {
@@ -660,6 +688,8 @@ static int resolve_triggers(struct capture_opts *o)
 	int i;
 
 	for (i = 0; i < o->nr_triggers; i++) {
+		if (o->triggers[i].kind == TRIGGER_USDT && program_usdt(o, &o->triggers[i]))
+			return 2;
 		if (o->triggers[i].kind != TRIGGER_UPROBE)
 			continue;
 		if (program_uprobe(o, &o->triggers[i]))

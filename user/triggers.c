@@ -319,6 +319,40 @@ static bool tracepoint_exists(struct triggers *t, const char *cat, const char *n
 	return !access(path, R_OK);
 }
 
+/* --usdt BIN:PROVIDER:NAME (cli.c put the traced program's path in front of a bare one). */
+static int parse_usdt(const char *arg, struct trig *tr)
+{
+	char *copy = strdup(arg), *name, *provider;
+	int err = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	name = strrchr(copy, ':');
+	if (name) {
+		*name++ = '\0';
+		provider = strrchr(copy, ':');
+	}
+	if (!name || !provider || !*name || provider == copy || !provider[1]) {
+		elog("invalid --usdt '%s': expected [BIN:]PROVIDER:NAME\n", arg);
+		err = -EINVAL;
+		goto out;
+	}
+	*provider++ = '\0';
+	tr->bin = realpath(copy, NULL);
+	if (!tr->bin) {
+		err = -errno;
+		elog("--usdt %s: cannot open '%s': %s\n", arg, copy, strerror(-err));
+		goto out;
+	}
+	tr->cat = strdup(provider);
+	tr->name = strdup(name);
+	if (!tr->cat || !tr->name)
+		err = -ENOMEM;
+out:
+	free(copy);
+	return err;
+}
+
 static int parse_tracepoint(struct triggers *t, const char *arg, struct trig *tr)
 {
 	const char *colon = strchr(arg, ':');
@@ -402,6 +436,9 @@ static int describe(struct trig *tr, const struct trigger_spec *spec)
 	case TRIGGER_TRACEPOINT:
 		n = asprintf(&tr->desc, "tracepoint %s", spec->arg);
 		break;
+	case TRIGGER_USDT:
+		n = asprintf(&tr->desc, "usdt %s:%s:%s", tr->bin, tr->cat, tr->name);
+		break;
 	default:
 		n = asprintf(&tr->desc, "%s", trigger_kind_name(tr->kind));
 		break;
@@ -440,6 +477,15 @@ static int resolve_trigger(struct triggers *t, const struct trigger_spec *spec, 
 		break;
 	case TRIGGER_TRACEPOINT:
 		err = parse_tracepoint(t, spec->arg, tr);
+		break;
+	case TRIGGER_USDT:
+		if (t->mode == TRIGGER_ATTACH_GATE) {
+			/* a USDT gate would be a uprobe perf event per probe site: not yet */
+			elog("--usdt with the pt backend's in-kernel freeze (aux_pause) is not "
+			     "supported yet: PTBPF_PT_FREEZE=ioctl freezes from user space\n");
+			return -EOPNOTSUPP;
+		}
+		err = parse_usdt(spec->arg, tr);
 		break;
 	case TRIGGER_SYSCALL_LATENCY:
 		err = resolve_syscall(spec, tr);
@@ -501,6 +547,9 @@ static void select_programs(struct triggers *t)
 			break;
 		case TRIGGER_TRACEPOINT:
 			autoload(s->progs.tracepoint_hit, true);
+			break;
+		case TRIGGER_USDT:
+			autoload(s->progs.usdt_hit, true);
 			break;
 		case TRIGGER_RUNQ_LATENCY:
 			autoload(s->progs.sched_wakeup, t->tp_btf);
@@ -687,6 +736,27 @@ static int attach_uprobe(struct triggers *t, int i, struct bpf_program *prog, bo
 	return err;
 }
 
+static int attach_usdt(struct triggers *t, int i)
+{
+	struct trig *tr = &t->trig[i];
+	LIBBPF_OPTS(bpf_usdt_opts, opts, .usdt_cookie = i);
+	pid_t pid = t->tgid ? t->tgid : -1;
+	int err;
+
+	err = add_link(t, bpf_program__attach_usdt(t->skel->progs.usdt_hit, pid, tr->bin,
+						   tr->cat, tr->name, &opts));
+	if (!err)
+		return 0;
+	if (err == -ENOENT)
+		elog("%s: %s has no USDT probe %s:%s (its probes: readelf -n %s | grep -A2 "
+		     "stapsdt)\n", tr->desc, tr->bin, tr->cat, tr->name, tr->bin);
+	else if (err == -ESRCH)
+		elog("%s: no process with PID %d\n", tr->desc, pid);
+	else
+		elog("%s: cannot attach the USDT probe: %s\n", tr->desc, strerror(-err));
+	return err;
+}
+
 static bool have_kprobes(struct triggers *t)
 {
 	char path[PATH_MAX];
@@ -784,6 +854,9 @@ int triggers__attach(struct triggers *t)
 		case TRIGGER_TRACEPOINT:
 			if (!gate)
 				err = attach_tracepoint(t, i);
+			break;
+		case TRIGGER_USDT:
+			err = attach_usdt(t, i);
 			break;
 		default:
 			break;
