@@ -71,6 +71,7 @@ struct triggers {
 	trigger_cb cb;
 	void *cb_ctx;
 	const char *tracefs;		/* mount point (tracefs_path()), NULL until needed */
+	bool tracefs_mounted;		/* by us: unmounted by triggers__free() */
 	char group[32];			/* tracefs group of our probes: ptbpf_<pid> */
 };
 
@@ -306,6 +307,7 @@ static int find_tracefs(struct triggers *t)
 	if (mounted)
 		dlog("mounted tracefs on %s\n", path);
 	t->tracefs = path;
+	t->tracefs_mounted = mounted;
 	return 0;
 }
 
@@ -1283,6 +1285,8 @@ void triggers__free(struct triggers *t)
 	ring_buffer__free(t->rb);
 	trigger_bpf__destroy(t->skel);
 	remove_gates(t);
+	/* after the gates: their probes live in tracefs */
+	tracefs_unmount(t->tracefs_mounted);
 	for (i = 0; i < MAX_TRIGGERS; i++) {
 		free(t->trig[i].desc);
 		free(t->trig[i].bin);
