@@ -19,6 +19,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#include <bpf/usdt.bpf.h>
+
 #include "trigger.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -27,6 +29,14 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Per-run settings, written by the loader before load. */
 const volatile __u32 targ_tgid = 0;		/* 0: every process (--system-wide) */
+/*
+ * Never a fire in ptbpf's own processes: itself, its guardian (user/guardian.h), and a
+ * command it started until that command's exec (before it, the child is ptbpf's code,
+ * named "ptbpf", waiting for the go-ahead: its waits and system calls are ptbpf's).
+ */
+const volatile __u32 self_tgid = 0;
+const volatile __u32 guardian_tgid = 0;	/* 0: none */
+const volatile __u32 spawn_tgid = 0;		/* 0: none (-p) */
 const volatile bool gate_mode = false;		/* return values gate perf events */
 const volatile __u64 nth = 1;			/* fire from the Nth qualifying hit on */
 const volatile __u64 max_fires = 0;		/* 0: no limit */
@@ -47,6 +57,14 @@ const volatile __s32 syscall_nrs[MAX_TRIGGERS] = {}; /* syscall triggers: nr, -1
 __u64 armed_ns = 0;
 /* once_per_arm: a fire since the last arming (cleared by the loader). */
 __u32 disarmed = 0;
+/* The command ptbpf started (spawn_tgid) has exec'd: from then on it is the program. */
+__u32 spawn_execed = 0;
+/*
+ * The program's own clock (include/trigger.h), kept by the singlestep backend: stepping
+ * makes the program run ~10^4 times slower, and the trace's clock counts what it would
+ * have taken. Latencies are measured on it, so a call fires on its untraced length.
+ */
+struct trace_clock trace_clock = {};
 
 /* Counters, per trigger index, read by the loader (-v). */
 __u64 hits[MAX_TRIGGERS] = {};		/* hook ran for a thread in scope */
@@ -133,9 +151,38 @@ struct {
 	__type(value, struct sys_entry);
 } sys_start SEC(".maps");
 
+/* Now, on the program's clock (see trace_clock): for latencies only. */
+static __always_inline __u64 program_ns(void)
+{
+	__u64 t = trace_clock.now_ns, idle, now;
+
+	if (!t)
+		return bpf_ktime_get_ns();
+	/* every thread waits (a system call returning now): real time counts */
+	idle = trace_clock.idle_since_ns;
+	if (idle) {
+		now = bpf_ktime_get_ns();
+		if (now > idle)
+			t += now - idle;
+	}
+	return t;
+}
+
 static __always_inline bool in_scope(__u32 tgid)
 {
+	if (tgid == self_tgid || (guardian_tgid && tgid == guardian_tgid))
+		return false;
+	if (spawn_tgid && tgid == spawn_tgid && !spawn_execed)
+		return false;
 	return !targ_tgid || tgid == targ_tgid;
+}
+
+SEC("tp/sched/sched_process_exec")
+int spawn_exec(void *ctx)
+{
+	if ((__u32)(bpf_get_current_pid_tgid() >> 32) == spawn_tgid)
+		spawn_execed = 1;
+	return 0;
 }
 
 /* What a hook knows about a candidate fire. */
@@ -244,17 +291,16 @@ static __always_inline int tp_ret(int fire)
  */
 #define TP_LINK_RET 1
 
-/* An entry probe (uprobe or kprobe) hit: the cookie is the trigger's index. */
-static __always_inline int probe_hit(struct pt_regs *ctx, __u32 kind)
+/* An entry probe hit (uprobe, kprobe, USDT): trigger `index`, with two arguments. */
+static __always_inline int entry_hit(struct pt_regs *ctx, __u32 kind, __u64 index,
+				     __u64 arg0, __u64 arg1)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct cand c = {};
 
-	if (!in_scope(id >> 32))
+	if (!in_scope(id >> 32) || index >= MAX_TRIGGERS)
 		return 0;
-	c.index = bpf_get_attach_cookie(ctx);
-	if (c.index >= MAX_TRIGGERS)
-		return 0;
+	c.index = index;
 	__sync_fetch_and_add(&hits[c.index], 1);
 	c.kind = kind;
 	c.pid = id >> 32;
@@ -262,9 +308,16 @@ static __always_inline int probe_hit(struct pt_regs *ctx, __u32 kind)
 	c.now = bpf_ktime_get_ns();
 	c.ip = PT_REGS_IP(ctx);
 	c.func_ip = c.ip;
-	c.arg0 = PT_REGS_PARM1(ctx);
-	c.arg1 = PT_REGS_PARM2(ctx);
+	c.arg0 = arg0;
+	c.arg1 = arg1;
 	return kprobe_ret(try_fire(&c));
+}
+
+/* A uprobe or kprobe hit: the cookie is the trigger's index. */
+static __always_inline int probe_hit(struct pt_regs *ctx, __u32 kind)
+{
+	return entry_hit(ctx, kind, bpf_get_attach_cookie(ctx), PT_REGS_PARM1(ctx),
+			 PT_REGS_PARM2(ctx));
 }
 
 /* --uprobe BIN:SYM: the function was entered. */
@@ -272,6 +325,20 @@ SEC("uprobe")
 int BPF_KPROBE(uprobe_hit)
 {
 	return probe_hit(ctx, TRIGGER_UPROBE);
+}
+
+/*
+ * --usdt BIN:PROVIDER:NAME: the program passed its USDT probe (libbpf's USDT support: the
+ * USDT cookie is the trigger's index, the probe's first two arguments are arg0, arg1).
+ */
+SEC("usdt")
+int usdt_hit(struct pt_regs *ctx)
+{
+	long arg0 = 0, arg1 = 0;
+
+	bpf_usdt_arg(ctx, 0, &arg0);
+	bpf_usdt_arg(ctx, 1, &arg1);
+	return entry_hit(ctx, TRIGGER_USDT, bpf_usdt_cookie(ctx), arg0, arg1);
 }
 
 /* --latency-over with --uprobe: remember the entry (recursion: one slot per depth). */
@@ -300,7 +367,7 @@ int BPF_KPROBE(uprobe_entry)
 		__sync_fetch_and_add(&depth_overflow, 1);
 		return 0;
 	}
-	st->ts[d] = bpf_ktime_get_ns();
+	st->ts[d] = program_ns();
 	st->sp[d] = PT_REGS_SP(ctx);
 	st->ip[d] = PT_REGS_IP(ctx);
 	st->arg0[d] = PT_REGS_PARM1(ctx);
@@ -354,8 +421,9 @@ int BPF_KRETPROBE(uretprobe_exit)
 
 	c.index = key.index & (MAX_TRIGGERS - 1);
 	__sync_fetch_and_add(&hits[c.index], 1);
-	c.latency_ns = now - st->ts[slot];
-	if (c.latency_ns <= thresh_ns[c.index])
+	/* a call entered before the trace clock started has no length on it */
+	c.latency_ns = program_ns() - st->ts[slot];
+	if ((__s64)c.latency_ns < 0 || c.latency_ns <= thresh_ns[c.index])
 		return 0;
 	c.kind = TRIGGER_UPROBE_LATENCY;
 	c.pid = id >> 32;
@@ -563,7 +631,7 @@ static __always_inline void sys_enter_common(long nr, __u64 arg0)
 
 	if (!in_scope(id >> 32))
 		return;
-	e.ts = bpf_ktime_get_ns();
+	e.ts = program_ns();
 	e.nr = nr;
 	e.arg0 = arg0;
 	bpf_map_update_elem(&sys_start, &tid, &e, BPF_ANY);
@@ -583,7 +651,9 @@ static __always_inline int sys_exit_common(long ret)
 	if (!e)
 		return 0;
 	now = bpf_ktime_get_ns();
-	c.latency_ns = now - e->ts;
+	c.latency_ns = program_ns() - e->ts;
+	if ((__s64)c.latency_ns < 0)
+		c.latency_ns = 0;
 	c.arg0 = e->nr;
 	c.arg1 = ret;
 	bpf_map_delete_elem(&sys_start, &tid);

@@ -1170,7 +1170,7 @@ int ptd_decode_streams(struct ptd_stream **streams, size_t nr, int jobs,
 			break;
 		if (bl)
 			bl->pos++;
-		if (show_progress && !(++iter & 0xffff))
+		if (show_progress && !(++iter & 0xfff))
 			progress(&m, start, &last, false);
 	}
 	if (!err)

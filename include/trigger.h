@@ -28,6 +28,19 @@ enum trigger_kind {
 	TRIGGER_SIGNAL = 7,		/* no trigger: Ctrl-C / SIGTERM (made by the loader) */
 	TRIGGER_EXIT = 8,		/* no trigger: the target exited (made by the loader) */
 	TRIGGER_DURATION = 9,		/* --duration elapsed with --snapshot-on-exit (loader) */
+	TRIGGER_USDT = 10,		/* --usdt: a USDT probe (sys/sdt.h) was hit */
+};
+
+/*
+ * The traced program's own clock, kept by a backend that slows the program down (the
+ * singlestep backend) in the BPF object's mapped .bss, so that latencies compare with
+ * the program's untraced times: now_ns is the trace's clock (0: none, CLOCK_MONOTONIC
+ * is the program's clock); while idle_since_ns is not 0 (CLOCK_MONOTONIC ns), every
+ * thread waits in the kernel and the trace's clock runs with real time from now_ns.
+ */
+struct trace_clock {
+	__u64 now_ns;
+	__u64 idle_since_ns;
 };
 
 /* One fire. */

@@ -472,6 +472,7 @@ static const struct {
 	[TRIGGER_SIGNAL] = { "signal", "signal" },
 	[TRIGGER_EXIT] = { "exit", "target exit" },
 	[TRIGGER_DURATION] = { "duration", "duration" },
+	[TRIGGER_USDT] = { "usdt", "USDT probe" },
 };
 
 const char *trigger_kind_name(uint32_t kind)

@@ -20,6 +20,7 @@
 
 struct backend;
 struct target;
+struct trace_clock;
 
 /*
  * What the capture loop gives a backend's run(): fds to watch (the BPF ring buffer,
@@ -34,6 +35,12 @@ struct run_hooks {
 	/* > 0: stop now (a trigger fired, a signal, a timeout), 0: go on, < 0: error. */
 	int (*check)(void *ctx);
 	void *ctx;
+	/*
+	 * NULL, or where a backend that runs the program on a clock of its own (the
+	 * singlestep backend's trace clock) keeps that clock's time, so that latency
+	 * triggers measure what the program would have taken untraced.
+	 */
+	struct trace_clock *trace_clock;
 };
 
 enum run_result {

@@ -23,6 +23,7 @@
 #include "backend.h"
 #include "cli.h"
 #include "commands.h"
+#include "guardian.h"
 #include "log.h"
 #include "output.h"
 #include "perfdata.h"
@@ -100,10 +101,16 @@ static int check(void *ctx)
 	return 1;
 }
 
-static const struct backend_ops *choose_backend(const struct capture_opts *opts)
+/*
+ * The backend of --backend, else pt where usable. Choosing singlestep by default fills
+ * `notice` (printed once the capture starts, so that errors before stay one line).
+ */
+static const struct backend_ops *choose_backend(const struct capture_opts *opts,
+						char *notice, size_t size)
 {
 	char why[512] = "";
 
+	notice[0] = '\0';
 	switch (opts->backend) {
 	case BACKEND_PT:
 		return &pt_backend_ops;
@@ -116,9 +123,31 @@ static const struct backend_ops *choose_backend(const struct capture_opts *opts)
 		return &pt_backend_ops;
 	/* The reason without its fix: the fix is what this notice says. */
 	why[strcspn(why, ";")] = '\0';
-	elog("%s: using the singlestep backend (software PT, ~1000x slower than the program "
-	     "runs; --backend singlestep silences this)\n", why);
+	snprintf(notice, size, "%s: using the singlestep backend (software PT: the program runs "
+		 "10^3 to 10^4 times slower; --backend singlestep silences this)", why);
 	return &ss_backend_ops;
+}
+
+/*
+ * Run-queue latency has no meaning for a single-stepped program: each step is a stop
+ * and a wakeup by ptbpf, so the waits for a CPU it would measure are the tracer's.
+ */
+static int check_backend_triggers(const struct capture_opts *opts, const struct backend_ops *ops)
+{
+	int i;
+
+	if (ops != &ss_backend_ops)
+		return 0;
+	for (i = 0; i < opts->nr_triggers; i++) {
+		if (opts->triggers[i].kind != TRIGGER_RUNQ_LATENCY)
+			continue;
+		elog("--latency-over without --uprobe (run-queue latency) cannot be measured under "
+		     "the singlestep backend: every step stops and wakes the program, so its waits "
+		     "for a CPU would be ptbpf's; find them with --dry-run (the program runs "
+		     "untraced) or capture on a host with Intel PT\n");
+		return -EINVAL;
+	}
+	return 0;
 }
 
 static const char *target_end(struct target *t, char *buf, size_t size);
@@ -174,6 +203,7 @@ static int setup_fds(struct capture_run *run)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
 	if (sigprocmask(SIG_BLOCK, &mask, NULL))
 		return -errno;
 	run->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -314,6 +344,14 @@ static int take_snapshot(struct capture_run *run)
 		elog("snapshot failed: %s\n", strerror(-err));
 		goto cleanup;
 	}
+	if (!cap->nr_aux && run->ops == &ss_backend_ops) {
+		/* not "no Intel PT data": stepping traces what runs, and nothing did */
+		elog("%s (pid %d) ran no instructions while traced (it waited in the kernel "
+		     "throughout): nothing to snapshot; trace it longer (--duration) or when it "
+		     "works\n", run->target->comm, run->target->pid);
+		err = -ENODATA;
+		goto cleanup;
+	}
 	run->snapshots++;
 	err = output_plan__paths(&run->plan, run->snapshots, &fxt, &data);
 	if (err)
@@ -375,7 +413,7 @@ static void finish_command(struct capture_run *run)
 		return;
 	}
 	if (!run->snapshots || run->reason == TRIGGER_SIGNAL || run->reason == TRIGGER_DURATION ||
-	    t->pidfd < 0 || run->sfd < 0) {
+	    t->pidfd < 0 || run->sfd < 0 || guardian_gone()) {
 		elog("%s (pid %d) runs on, untraced\n", t->comm, t->pid);
 		return;
 	}
@@ -383,6 +421,9 @@ static void finish_command(struct capture_run *run)
 	     t->pid);
 	while (poll(pfd, 2, -1) < 0 && errno == EINTR)
 		;
+	/* ptbpf's own end (its guardian killed) is no reason to end the command */
+	if (pfd[1].revents && guardian_gone())
+		return;
 	if (pfd[1].revents)
 		kill(t->pid, SIGTERM);
 	if (waitpid(t->pid, &status, 0) == t->pid)
@@ -454,7 +495,7 @@ int cmd_capture(struct capture_opts *opts)
 	struct capture_run run = { .opts = opts, .sfd = -1, .tfd = -1 };
 	struct run_hooks hooks = { .check = check, .ctx = &run };
 	bool final_snapshot = !opts->nr_triggers || opts->snapshot_on_exit;
-	char end[64];
+	char end[64], notice[640];
 	int err, ret = 1;
 
 	/* Without decoding, the capture is the only output. */
@@ -462,8 +503,18 @@ int cmd_capture(struct capture_opts *opts)
 		opts->keep_capture = true;
 	/* Each fire is a snapshot: none while it is taken (triggers__arm() after resume). */
 	opts->fire_once_per_arm = true;
-	run.ops = choose_backend(opts);
+	run.ops = choose_backend(opts, notice, sizeof(notice));
+	if (check_backend_triggers(opts, run.ops))
+		return 2;
 	run.poll_every = run.ops == &ss_backend_ops ? SS_POLL_EVERY : 1;
+	/* A stepping tracer must outlive a SIGKILL of ptbpf: see user/guardian.h. */
+	if (run.ops == &ss_backend_ops) {
+		err = guardian_split();
+		if (err) {
+			elog("cannot start the tracing process: %s\n", strerror(-err));
+			return 1;
+		}
+	}
 	if (run.ops == &pt_backend_ops && opts->backend == BACKEND_PT) {
 		char why[512];
 
@@ -477,17 +528,21 @@ int cmd_capture(struct capture_opts *opts)
 			: target__attach_pid(opts->pid, &run.target);
 	if (err)
 		return err == -ENOMEM ? 1 : 2;
+	guardian_protect();
 	err = output_plan__init(&run.plan, opts->output, opts->keep_capture,
 				opts->keep_capture_path, run.target->comm, run.target->pid,
 				time(NULL), opts->max_snapshots > 1);
 	if (err)
-		goto cleanup;
+		goto cleanup;	/* said in one line; the command, held before exec, never ran */
 	ret = arm(&run);
 	if (ret)
 		goto cleanup;
 	ret = 1;
 	hooks.fds = run.fds;
 	hooks.nr_fds = run.nr_fds;
+	hooks.trace_clock = triggers__trace_clock(run.trig);
+	if (notice[0])
+		elog("%s\n", notice);
 	describe_wait(&run);
 
 	while (run.snapshots < opts->max_snapshots) {
@@ -513,7 +568,8 @@ int cmd_capture(struct capture_opts *opts)
 		case TRIGGER_EXIT:
 		case TRIGGER_SIGNAL:
 		case TRIGGER_DURATION:
-			snapshot = final_snapshot;
+			/* ptbpf was killed: let the target go at once, nothing more */
+			snapshot = final_snapshot && !guardian_gone();
 			break;
 		default:
 			snapshot = true;

@@ -6,9 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "log.h"
+#include "target.h"
 
 const char *argp_program_version = "ptbpf " PTBPF_VERSION;
 const char *argp_program_bug_address = NULL;
@@ -23,6 +25,7 @@ static const char capture_doc[] =
 	"  ptbpf [TRIGGERS] [OPTIONS] (-p PID | -- CMD [ARGS])  capture (default)\n"
 	"  ptbpf decode [OPTIONS] CAPTURE -o OUT.fxt            decode a capture\n"
 	"  ptbpf doctor [--json]                                what this host supports\n"
+	"  ptbpf symbols BIN [PATTERN]                          functions to trigger on\n"
 	"  ptbpf daemon --config FILE                           fleet mode\n"
 	"Each command has its own --help."
 	"\v"
@@ -32,6 +35,12 @@ static const char capture_doc[] =
 	"Examples:\n"
 	"  ptbpf --uprobe ./bin:slow_path -- ./bin\n"
 	"      snapshot when slow_path is entered\n"
+	"  ptbpf --uprobe slow_path -- ./bin\n"
+	"      the same: a function without BIN: is the traced program's\n"
+	"  ptbpf --uprobe '?slow' -- ./bin\n"
+	"      list ./bin's functions matching 'slow', best first (no capture)\n"
+	"  ptbpf --usdt ptbpf:trigger -- ./bin\n"
+	"      snapshot where ./bin calls PTBPF_TRIGGER() (include/ptbpf.h)\n"
 	"  ptbpf --uprobe ./bin:handle --latency-over 200us -p 1234\n"
 	"      snapshot at the return of a handle() call slower than 200us\n"
 	"  ptbpf --latency-over 2ms -p 1234\n"
@@ -54,6 +63,7 @@ enum {
 	OPT_KPROBE,
 	OPT_TRACEPOINT,
 	OPT_LATENCY_OVER,
+	OPT_USDT,
 	OPT_SYSCALL_LATENCY_OVER,
 	OPT_SYSCALL,
 	OPT_NTH,
@@ -81,13 +91,19 @@ enum {
 
 static const struct argp_option capture_options[] = {
 	{ NULL, 0, NULL, 0, "Triggers (any number; the first that fires freezes the rings):", 1 },
-	{ "uprobe", OPT_UPROBE, "BIN:SYM[+OFF]", 0,
-	  "Fire when the function is entered (also BIN:0xADDR), by any thread of the target" },
+	{ "uprobe", OPT_UPROBE, "[BIN:]SYM[+OFF]", 0,
+	  "Fire when the function is entered (also BIN:0xADDR), by any thread of the target; "
+	  "without BIN: a function of the traced program; '?PATTERN': list the program's "
+	  "functions matching PATTERN, ranked, and exit" },
+	{ "usdt", OPT_USDT, "[BIN:]PROVIDER:NAME", 0,
+	  "Fire when the program passes its USDT probe (<sys/sdt.h>, PTBPF_TRIGGER() of "
+	  "include/ptbpf.h); without BIN: the traced program's" },
 	{ "kprobe", OPT_KPROBE, "SYM", 0, "Fire when the kernel function is entered" },
 	{ "tracepoint", OPT_TRACEPOINT, "CAT:NAME", 0, "Fire on a tracepoint hit in the target" },
 	{ "latency-over", OPT_LATENCY_OVER, "DUR", 0,
-	  "With --uprobe: fire at the return of a call slower than DUR. Alone: fire when a "
-	  "thread of the target waited runnable longer than DUR" },
+	  "With --uprobe: fire at the return of a call slower than DUR (under singlestep, "
+	  "its length on the trace's clock). Alone: fire when a thread of the target waited "
+	  "runnable longer than DUR (not under singlestep). Once; DUR > 0" },
 	{ "syscall-latency-over", OPT_SYSCALL_LATENCY_OVER, "DUR", 0,
 	  "Fire when a syscall of the target takes longer than DUR" },
 	{ "syscall", OPT_SYSCALL, "NAME", 0, "Only this syscall (with --syscall-latency-over)" },
@@ -113,7 +129,9 @@ static const struct argp_option capture_options[] = {
 
 	{ NULL, 0, NULL, 0, "Output:", 4 },
 	{ "output", 'o', "FILE", 0,
-	  "Trace file (.fxt, or .fxt.gz to compress); default ptbpf-<comm>-<pid>-<time>.fxt" },
+	  "Trace file (.fxt, or .fxt.gz to compress); default ptbpf-<comm>-<pid>-<time>.fxt; "
+	  "a directory (existing, or ending in /): that default name in it. An existing "
+	  "file is kept as FILE.old (.old.2, ...)" },
 	{ "keep-capture", OPT_KEEP_CAPTURE, "FILE", OPTION_ARG_OPTIONAL,
 	  "Keep the perf.data capture (readable by perf script); default name: the output's "
 	  "with .data" },
@@ -345,6 +363,18 @@ static int count_arg(struct argp_state *state, const char *opt, const char *arg,
 	return 0;
 }
 
+/* A latency threshold: a duration above 0 (0 would fire on every call). */
+static int threshold_arg(struct argp_state *state, const char *opt, const char *arg,
+			 uint64_t *ns)
+{
+	int err = duration_arg(state, opt, arg, ns);
+
+	if (!err && !*ns)
+		return usage_error(state, "invalid %s '%s': a latency threshold must be more "
+				   "than 0 (e.g. 200us)", opt, arg);
+	return err;
+}
+
 /* One of a fixed set of words: --backend pt|singlestep and the like. */
 struct choice {
 	const char *word;
@@ -390,25 +420,32 @@ static error_t parse_capture_opt(int key, char *arg, struct argp_state *state)
 
 	switch (key) {
 	case OPT_UPROBE:
-		if (!strchr(arg, ':'))
-			return usage_error(state, "invalid --uprobe '%s': expected BIN:SYM[+OFF] or "
-					   "BIN:0xADDR", arg);
+		/* FUNC without BIN: the traced program's (program_uprobe()) */
+		if (!*arg || *arg == ':')
+			return usage_error(state, "invalid --uprobe '%s': expected [BIN:]SYM[+OFF], "
+					   "BIN:0xADDR or '?PATTERN'", arg);
 		return add_trigger(state, o, TRIGGER_UPROBE, arg);
 	case OPT_KPROBE:
 		return add_trigger(state, o, TRIGGER_KPROBE, arg);
+	case OPT_USDT:
+		return add_trigger(state, o, TRIGGER_USDT, arg);
 	case OPT_TRACEPOINT:
 		if (!strchr(arg, ':'))
 			return usage_error(state, "invalid --tracepoint '%s': expected CAT:NAME, "
 					   "e.g. sched:sched_switch", arg);
 		return add_trigger(state, o, TRIGGER_TRACEPOINT, arg);
 	case OPT_LATENCY_OVER:
-		return duration_arg(state, "--latency-over", arg, &o->latency_over_ns);
+		/* one threshold serves every --uprobe: a second one would silently win */
+		if (o->latency_over_ns)
+			return usage_error(state, "--latency-over given twice (second: '%s'): it "
+					   "applies to every --uprobe, give it once", arg);
+		return threshold_arg(state, "--latency-over", arg, &o->latency_over_ns);
 	case OPT_SYSCALL_LATENCY_OVER:
 		err = add_trigger(state, o, TRIGGER_SYSCALL_LATENCY, NULL);
 		if (err)
 			return err;
-		return duration_arg(state, "--syscall-latency-over", arg,
-				    &o->triggers[o->nr_triggers - 1].latency_ns);
+		return threshold_arg(state, "--syscall-latency-over", arg,
+				     &o->triggers[o->nr_triggers - 1].latency_ns);
 	case OPT_SYSCALL: {
 		int i;
 
@@ -538,10 +575,110 @@ static error_t parse_capture_opt(int key, char *arg, struct argp_state *state)
 			return usage_error(state, "give either -p PID or -- CMD, not both");
 		if (!o->pid && !o->cmd && !(o->dry_run && o->system_wide))
 			return usage_error(state, "nothing to trace: give -p PID or -- CMD [ARGS]");
+		if (o->output && !strcmp(o->output, "-") && !o->dry_run)
+			return usage_error(state, "-o -: a capture would write binary FXT into the "
+					   "standard output the traced program shares; give a file "
+					   "name (ptbpf decode writes to -)");
 		return 0;
 	default:
 		return ARGP_ERR_UNKNOWN;
 	}
+}
+
+/* The traced program's executable: the command's file, or the -p process's. */
+static int program_path(const struct capture_opts *o, char **out)
+{
+	char link[64], buf[PATH_MAX];
+	ssize_t n;
+	int err;
+
+	if (o->cmd) {
+		err = target_resolve_command(o->cmd[0], out);
+		if (err)
+			elog("cannot run '%s': %s\n", o->cmd[0], strerror(-err));
+		return err;
+	}
+	if (!o->pid) {
+		elog("--uprobe FUNC without BIN: names a function of the traced program; with "
+		     "--system-wide give BIN:FUNC\n");
+		return -EINVAL;
+	}
+	snprintf(link, sizeof(link), "/proc/%d/exe", o->pid);
+	n = readlink(link, buf, sizeof(buf) - 1);
+	if (n < 0) {
+		err = -errno;
+		elog("cannot find the executable of PID %d (%s): %s\n", o->pid, link,
+		     strerror(-err));
+		return err;
+	}
+	buf[n] = '\0';
+	*out = strdup(buf);
+	return *out ? 0 : -ENOMEM;
+}
+
+/*
+ * --uprobe FUNC (no BIN:) means the traced program's function, as magic-trace's
+ * -trigger FUNC does; --uprobe '?PATTERN' (or BIN:?PATTERN) asks for the picker.
+ * A spec with a colon keeps its BIN, unless it is a C++ name ("ns::f") and no file
+ * "ns" exists.
+ */
+static int program_uprobe(struct capture_opts *o, struct trigger_spec *t)
+{
+	char *colon = strchr(t->arg, ':'), *bin = NULL, *spec;
+	int err;
+
+	if (colon && colon[1] == '?') {
+		*colon = '\0';
+		o->pick_bin = strdup(t->arg);
+		o->pick_pattern = colon + 2;
+		return o->pick_bin ? 0 : -ENOMEM;
+	}
+	if (colon && t->arg[0] != '?') {
+		bool qualified;
+
+		/* "ns::f" alone is a C++ name of the program, unless a file "ns" exists */
+		*colon = '\0';
+		qualified = colon[1] == ':' && access(t->arg, F_OK);
+		*colon = ':';
+		if (!qualified)
+			return 0;
+	}
+	err = program_path(o, &bin);
+	if (err)
+		return err;
+	if (t->arg[0] == '?') {
+		o->pick_bin = bin;
+		o->pick_pattern = t->arg + 1;
+		return 0;
+	}
+	if (asprintf(&spec, "%s:%s", bin, t->arg) < 0) {
+		free(bin);
+		return -ENOMEM;
+	}
+	free(bin);
+	free(t->arg);
+	t->arg = spec;
+	return 0;
+}
+
+/* --usdt PROVIDER:NAME (one colon): a probe of the traced program. */
+static int program_usdt(struct capture_opts *o, struct trigger_spec *t)
+{
+	char *colon = strchr(t->arg, ':'), *bin = NULL, *spec;
+	int err;
+
+	if (!colon || strchr(colon + 1, ':'))
+		return 0;
+	err = program_path(o, &bin);
+	if (err)
+		return err;
+	err = asprintf(&spec, "%s:%s", bin, t->arg) < 0 ? -ENOMEM : 0;
+	free(bin);
+	if (err)
+		return err;
+	free(t->arg);
+	t->arg = spec;
+	return 0;
 }
 
 /* Turn --latency-over into the trigger it means, once every option is known. */
@@ -551,8 +688,12 @@ static int resolve_triggers(struct capture_opts *o)
 	int i;
 
 	for (i = 0; i < o->nr_triggers; i++) {
+		if (o->triggers[i].kind == TRIGGER_USDT && program_usdt(o, &o->triggers[i]))
+			return 2;
 		if (o->triggers[i].kind != TRIGGER_UPROBE)
 			continue;
+		if (program_uprobe(o, &o->triggers[i]))
+			return 2;
 		have_uprobe = true;
 		if (o->latency_over_ns) {
 			o->triggers[i].kind = TRIGGER_UPROBE_LATENCY;
@@ -612,6 +753,8 @@ void cli_free_capture(struct capture_opts *o)
 		free(o->filters[i]);
 	free(o->output);
 	free(o->keep_capture_path);
+	free(o->pick_bin);
+	o->pick_bin = NULL;
 	o->nr_triggers = 0;
 	o->nr_filters = 0;
 }

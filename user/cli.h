@@ -62,6 +62,9 @@ struct capture_opts {
 	/* scope */
 	pid_t pid;			/* -p PID, 0 if a command is given */
 	char **cmd;			/* -- CMD ARGS (NULL-terminated), NULL with -p */
+	/* --uprobe '?PATTERN': list the program's matching functions, do not trace */
+	char *pick_bin;
+	const char *pick_pattern;
 	bool system_wide;
 	bool follow_forks;
 

@@ -15,5 +15,8 @@ int cmd_decode(int argc, char **argv);		/* user/decode_cmd.c */
 int cmd_decode_info(const char *path);
 int cmd_doctor(int argc, char **argv);		/* user/doctor.c */
 int cmd_daemon(int argc, char **argv);		/* user/daemon/daemon.c */
+int cmd_symbols(int argc, char **argv);		/* user/symbols_cmd.c */
+/* The functions of `bin` matching `pattern` (NULL: all), ranked, on stdout. */
+int symbols_pick(const char *bin, const char *pattern);
 
 #endif /* PTBPF_COMMANDS_H */

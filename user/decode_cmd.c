@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "log.h"
+#include "output.h"
 #include "perfdata.h"
 #include "ptdecode.h"
 
@@ -352,6 +353,11 @@ int cmd_decode(int argc, char **argv)
 	}
 	if (env.opts.output && !strcmp(env.opts.output, "-"))
 		env.opts.output = NULL;
+	/* before decoding, not after: a bad -o must not cost the decode */
+	if (env.opts.output && output_check_path(env.opts.output)) {
+		err = 2;
+		goto cleanup;
+	}
 	if (!env.opts.jobs) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 
@@ -369,6 +375,11 @@ int cmd_decode(int argc, char **argv)
 	}
 	if (env.stats && (!err || stats.bytes))
 		print_stats(&stats);
+	/* Damage is said even without --stats: one line; the output marks each place. */
+	if (!env.stats && (stats.errors || stats.overflows) && (!err || err == -EIO))
+		elog("%" PRIu64 " decode error(s), %" PRIu64 " overflow(s) (gaps in the trace): "
+		     "each is marked in %s; --stats for more\n", stats.errors, stats.overflows,
+		     env.opts.output ? env.opts.output : "the output");
 	if (err) {
 		/* the decoder leaves naming the output to its caller: capture says it its way */
 		if (stats.write_err)

@@ -103,6 +103,9 @@ static struct check checks[NR_CHECKS] = {
 	[CHK_BACKEND_SINGLESTEP] = { "backend_singlestep", "backend singlestep" },
 };
 
+/* tracefs was mounted by this run: unmounted before doctor exits */
+static bool tracefs_mounted_now;
+
 static struct doctor_env {
 	bool json;
 	const char *sysfs_root;
@@ -471,11 +474,12 @@ static void check_bpf(void)
 		set(CHK_BPF_PROG_LOAD, true, "a tracepoint program passed the verifier");
 	}
 
-	/* tracefs first: libbpf reads tracepoint ids from it */
+	/* tracefs first: libbpf reads tracepoint ids from it (unmounted at the end) */
 	{
 		bool mounted_now;
 
 		tfs = tracefs_path(&mounted_now);
+		tracefs_mounted_now = mounted_now;
 		facts.tracefs = tfs != NULL;
 		if (!tfs) {
 			set(CHK_TRACEFS, false, "not mounted and mounting it failed: %s",
@@ -485,7 +489,7 @@ static void check_bpf(void)
 			snprintf(buf, sizeof(buf), "%s/uprobe_events", tfs);
 			facts.uprobe_events = !access(buf, W_OK);
 			set(CHK_TRACEFS, true, "%s%s; uprobe_events %s", tfs,
-			    mounted_now ? " (mounted now by ptbpf, as perf does)" : "",
+			    mounted_now ? " (mounted by ptbpf for these checks, as perf does, and unmounted after)" : "",
 			    facts.uprobe_events ? "writable" : "missing (CONFIG_UPROBE_EVENTS)");
 		}
 	}
@@ -931,6 +935,7 @@ int cmd_doctor(int argc, char **argv)
 	check_privileges();
 	check_backends();
 
+	tracefs_unmount(tracefs_mounted_now);
 	status = facts.default_backend ? 0 : 1;
 	if (env.json)
 		print_json(status);

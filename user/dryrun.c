@@ -92,6 +92,7 @@ static int print_fire(void *ctx, const struct trigger_rec *r)
 		add_str(o, "comm", comm);
 	switch (kind) {
 	case TRIGGER_UPROBE:
+	case TRIGGER_USDT:
 	case TRIGGER_KPROBE:
 		add_hex(o, "ip", r->ip);
 		add_sym(d, o, "sym", r, r->ip);

@@ -15,6 +15,7 @@ static const struct {
 	{ "decode", cmd_decode },
 	{ "doctor", cmd_doctor },
 	{ "daemon", cmd_daemon },
+	{ "symbols", cmd_symbols },
 };
 
 int main(int argc, char **argv)
@@ -41,7 +42,10 @@ int main(int argc, char **argv)
 		cli_free_capture(&opts);
 		return err;
 	}
-	err = opts.dry_run ? cmd_dry_run(&opts) : cmd_capture(&opts);
+	if (opts.pick_bin)
+		err = symbols_pick(opts.pick_bin, opts.pick_pattern);
+	else
+		err = opts.dry_run ? cmd_dry_run(&opts) : cmd_capture(&opts);
 	cli_free_capture(&opts);
 	return err;
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -51,11 +52,17 @@ static char *numbered(const char *path, unsigned n)
 	return out;
 }
 
-static int check_dir_writable(const char *path)
+int output_check_path(const char *path)
 {
-	char *copy = strdup(path), *dir;
+	char *copy, *dir;
 	int err = 0;
+	struct stat st;
 
+	if (!stat(path, &st) && S_ISDIR(st.st_mode)) {
+		elog("cannot write to %s: it is a directory (give a file name)\n", path);
+		return -EISDIR;
+	}
+	copy = strdup(path);
 	if (!copy)
 		return -ENOMEM;
 	dir = dirname(copy);
@@ -68,15 +75,32 @@ static int check_dir_writable(const char *path)
 	return err;
 }
 
+/*
+ * A path that names a directory: one that exists, or ends in '/'. -o DIR means "the
+ * default-named file in DIR" (never: move DIR aside and write a file in its place).
+ */
+static bool names_dir(const char *path)
+{
+	size_t len = strlen(path);
+	struct stat st;
+
+	return (len && path[len - 1] == '/') || (!stat(path, &st) && S_ISDIR(st.st_mode));
+}
+
 int output_plan__init(struct output_plan *p, const char *output, bool keep, const char *keep_path,
 		      const char *comm, pid_t pid, time_t start, bool numbered_files)
 {
 	char stamp[32], name[64];
+	const char *dir = NULL;
 	struct tm tm;
 	size_t i;
 	int err;
 
 	*p = (struct output_plan){ .numbered = numbered_files };
+	if (output && names_dir(output)) {
+		dir = output;
+		output = NULL;
+	}
 	if (output) {
 		p->fxt = strdup(output);
 	} else {
@@ -87,22 +111,34 @@ int output_plan__init(struct output_plan *p, const char *output, bool keep, cons
 				name[i] = '_';
 		localtime_r(&start, &tm);
 		strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
-		if (asprintf(&p->fxt, "ptbpf-%s-%d-%s.fxt", name, (int)pid, stamp) < 0)
+		if (asprintf(&p->fxt, "%s%sptbpf-%s-%d-%s.fxt", dir ? dir : "",
+			     dir && dir[strlen(dir) - 1] != '/' ? "/" : "", name, (int)pid, stamp) < 0)
 			p->fxt = NULL;
 	}
 	if (!p->fxt)
 		return -ENOMEM;
 	if (keep) {
-		p->data = keep_path ? strdup(keep_path) : output_replace_ext(p->fxt, ".data");
+		char *base = keep_path && names_dir(keep_path) ? strrchr(p->fxt, '/') : NULL;
+
+		if (keep_path && names_dir(keep_path)) {
+			/* the FXT's default name, with .data, in that directory */
+			if (asprintf(&p->data, "%s%s%.*s.data", keep_path,
+				     keep_path[strlen(keep_path) - 1] != '/' ? "/" : "",
+				     (int)stem_len(base ? base + 1 : p->fxt, NULL),
+				     base ? base + 1 : p->fxt) < 0)
+				p->data = NULL;
+		} else {
+			p->data = keep_path ? strdup(keep_path) : output_replace_ext(p->fxt, ".data");
+		}
 		if (!p->data) {
 			err = -ENOMEM;
 			goto err_out;
 		}
-		err = check_dir_writable(p->data);
+		err = output_check_path(p->data);
 		if (err)
 			goto err_out;
 	}
-	err = check_dir_writable(p->fxt);
+	err = output_check_path(p->fxt);
 	if (err)
 		goto err_out;
 	return 0;
@@ -136,15 +172,32 @@ int output_plan__paths(const struct output_plan *p, unsigned n, char **fxt, char
 	return 0;
 }
 
+/* Backups are numbered: FILE.old, FILE.old.2, FILE.old.3... none is ever overwritten. */
+#define MAX_BACKUPS 1000
+
 int output_move_aside(const char *path)
 {
 	char old[PATH_MAX];
+	unsigned n;
 
 	if (access(path, F_OK))
 		return 0;
-	if (snprintf(old, sizeof(old), "%s.old", path) >= (int)sizeof(old)) {
-		elog("%s exists and cannot be moved aside: its name with .old is too long\n", path);
-		return -ENAMETOOLONG;
+	for (n = 1; n <= MAX_BACKUPS; n++) {
+		int len = n == 1 ? snprintf(old, sizeof(old), "%s.old", path)
+				 : snprintf(old, sizeof(old), "%s.old.%u", path, n);
+
+		if (len >= (int)sizeof(old)) {
+			elog("%s exists and cannot be moved aside: its name with .old is too "
+			     "long\n", path);
+			return -ENAMETOOLONG;
+		}
+		if (access(old, F_OK) && errno == ENOENT)
+			break;
+	}
+	if (n > MAX_BACKUPS) {
+		elog("%s exists and %s.old to .old.%u too: remove old backups\n", path, path,
+		     MAX_BACKUPS);
+		return -EEXIST;
 	}
 	if (rename(path, old)) {
 		int err = -errno;

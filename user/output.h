@@ -31,7 +31,16 @@ void output_plan__free(struct output_plan *p);
 /* The paths of snapshot `n` (from 1); caller frees. NULL `data` when not kept. */
 int output_plan__paths(const struct output_plan *p, unsigned n, char **fxt, char **data);
 
-/* If `path` exists, rename it to `path`.old and say so. Returns 0 or -errno, said on stderr. */
+/*
+ * Whether a file can be written at `path`: its directory exists and is writable, and it
+ * is not a directory. Prints the one-line reason with the fix. Returns 0 or -errno.
+ */
+int output_check_path(const char *path);
+
+/*
+ * If `path` exists, rename it to `path`.old (`path`.old.2, .3... when that is taken:
+ * no backup is overwritten) and say so. Returns 0 or -errno, said on stderr.
+ */
 int output_move_aside(const char *path);
 
 /* `path` with its extension (".fxt", ".fxt.gz", ".data") replaced by `ext`; caller frees. */

@@ -12,6 +12,7 @@
 #include <linux/capability.h>
 
 #include "privs.h"
+#include "proc_synth.h"
 
 #define PARANOID_PATH "/proc/sys/kernel/perf_event_paranoid"
 
@@ -176,4 +177,66 @@ cleanup:
 	while (waitpid(pid, &status, __WALL) < 0 && errno == EINTR)
 		;
 	return err;
+}
+
+void privs_ptrace_denied(pid_t pid, char *why, size_t size)
+{
+	char path[64], self[64], other[64], lsm[128] = "";
+	long tracer = 0, uid = -1;
+	ssize_t n;
+	FILE *f;
+	int scope = 0;
+
+	if (!proc_status_field(pid, "TracerPid", &tracer) && tracer) {
+		snprintf(why, size, "process %ld (a debugger?) already traces it; only one tracer "
+			 "at a time", tracer);
+		return;
+	}
+	if (!privs_read_sysctl("/proc/sys/kernel/yama/ptrace_scope", &scope) && scope) {
+		if (scope >= 3) {
+			snprintf(why, size, "kernel.yama.ptrace_scope=3 forbids attaching to any "
+				 "process (it can only be lowered by a reboot)");
+			return;
+		}
+		if (!privs_has_cap(CAP_SYS_PTRACE)) {
+			snprintf(why, size, "kernel.yama.ptrace_scope=%d lets only %s attach: run as "
+				 "root (CAP_SYS_PTRACE) or sysctl kernel.yama.ptrace_scope=0", scope,
+				 scope == 1 ? "a parent" : "CAP_SYS_PTRACE");
+			return;
+		}
+	}
+	if (!privs_has_cap(CAP_SYS_PTRACE) && !proc_status_field(pid, "Uid", &uid) &&
+	    uid != (long)getuid()) {
+		snprintf(why, size, "it runs as user %ld: tracing another user's process needs "
+			 "CAP_SYS_PTRACE (run as root, or setcap cap_sys_ptrace+ep on ptbpf)", uid);
+		return;
+	}
+	/* /proc/PID/ns/ needs the access ptrace needs (PTRACE_MODE_READ) */
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", pid);
+	n = readlink(path, other, sizeof(other) - 1);
+	if (n < 0) {
+		snprintf(why, size, "the kernel denies ptbpf access to it: the process is "
+			 "protected (not dumpable: prctl(PR_SET_DUMPABLE, 0), a setuid program, "
+			 "or credentials ptbpf's capabilities do not cover)");
+		return;
+	}
+	other[n] = '\0';
+	n = readlink("/proc/self/ns/user", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		if (strcmp(self, other)) {
+			snprintf(why, size, "it is in another user namespace (%s, a container's "
+				 "process?) where ptbpf has no CAP_SYS_PTRACE: run ptbpf inside it",
+				 other);
+			return;
+		}
+	}
+	f = fopen("/sys/kernel/security/lsm", "r");
+	if (f) {
+		if (!fgets(lsm, sizeof(lsm), f))
+			lsm[0] = '\0';
+		lsm[strcspn(lsm, "\n")] = '\0';
+		fclose(f);
+	}
+	snprintf(why, size, "refused by a security module (active: %s)", *lsm ? lsm : "none listed");
 }

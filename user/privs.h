@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Whether capability `cap` (CAP_*) is in the effective set; false if capget fails. */
 bool privs_has_cap(int cap);
@@ -37,5 +38,12 @@ bool privs_kernel_perf(char *why, size_t size);
  * happened (or why not, with the fix). Returns 0 or -errno.
  */
 int privs_ptrace_probe(char *evidence, size_t size);
+
+/*
+ * Why PTRACE_SEIZE of `pid` failed with EPERM, on one line with the fix: another
+ * tracer, the Yama scope, another user's process without CAP_SYS_PTRACE, a protected
+ * (non-dumpable) process, another user namespace, else a security module.
+ */
+void privs_ptrace_denied(pid_t pid, char *why, size_t size);
 
 #endif /* PTBPF_PRIVS_H */

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "privs.h"
 #include "proc_synth.h"
 #include "target.h"
 
@@ -25,7 +26,7 @@ static int pidfd_open_compat(pid_t pid)
 }
 
 /* execvp's lookup, done before fork so "no such command" is an error of ptbpf's. */
-static int resolve_command(const char *cmd, char **out)
+int target_resolve_command(const char *cmd, char **out)
 {
 	const char *path, *p, *end;
 	char buf[PATH_MAX];
@@ -79,7 +80,7 @@ int target__spawn(char *const argv[], struct target **out)
 	t = target__alloc();
 	if (!t)
 		return -ENOMEM;
-	err = resolve_command(argv[0], &t->exe);
+	err = target_resolve_command(argv[0], &t->exe);
 	if (err) {
 		elog("cannot run '%s': %s\n", argv[0], strerror(-err));
 		goto cleanup;
@@ -94,10 +95,19 @@ int target__spawn(char *const argv[], struct target **out)
 		goto cleanup;
 	}
 	if (t->pid == 0) {
+		sigset_t none;
+
 		close(go[1]);
 		close(exec_err[0]);
-		/* Held here until the rings and triggers are armed. */
-		if (read(go[0], &c, 1) != 1)
+		/* ptbpf reads its signals from a signalfd: the command gets them as usual. */
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		/*
+		 * Held here until the rings and triggers are armed. An end of file without
+		 * the byte means ptbpf died before: the command the user asked for runs
+		 * anyway, untraced. (ptbpf's own errors kill it first, see target__free.)
+		 */
+		if (read(go[0], &c, 1) < 0)
 			_exit(127);
 		execv(t->exe, argv);
 		err = errno;
@@ -139,10 +149,16 @@ int target__attach_pid(pid_t pid, struct target **out)
 	if (kill(pid, 0)) {
 		int err = -errno;
 
-		if (err == -ESRCH)
+		char why[320];
+
+		if (err == -ESRCH) {
 			elog("no process with PID %d\n", pid);
-		else
+		} else if (err == -EPERM) {
+			privs_ptrace_denied(pid, why, sizeof(why));
+			elog("cannot trace PID %d: %s\n", pid, why);
+		} else {
 			elog("cannot trace PID %d: %s\n", pid, strerror(-err));
+		}
 		return err;
 	}
 	t = target__alloc();

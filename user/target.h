@@ -26,6 +26,8 @@ struct target {
  * a command that cannot be found or run is reported here (-ENOENT, -EACCES), not after
  * release.
  */
+/* The file `cmd` names, found as execvp() finds it (PATH). Returns 0 or -errno. */
+int target_resolve_command(const char *cmd, char **out);
 int target__spawn(char *const argv[], struct target **out);
 /* An existing process; -ESRCH if it does not exist, -EPERM if not ours to trace. */
 int target__attach_pid(pid_t pid, struct target **out);

@@ -26,3 +26,9 @@ const char *tracefs_path(bool *mounted_now)
 		*mounted_now = true;
 	return TRACEFS;
 }
+
+void tracefs_unmount(bool mounted_now)
+{
+	if (mounted_now)
+		umount2(TRACEFS, MNT_DETACH);
+}

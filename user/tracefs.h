@@ -14,4 +14,10 @@
  */
 const char *tracefs_path(bool *mounted_now);
 
+/*
+ * Undo tracefs_path()'s mount (mounted_now true): tracefs is left as ptbpf found it.
+ * Lazily (MNT_DETACH): a user that opened it meanwhile keeps it until done.
+ */
+void tracefs_unmount(bool mounted_now);
+
 #endif /* PTBPF_TRACEFS_H */

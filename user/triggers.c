@@ -12,12 +12,15 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/capability.h>
 
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#include "guardian.h"
 #include "log.h"
+#include "privs.h"
 #include "perfdata.h"
 #include "symtab.h"
 #include "syscalls.h"
@@ -56,6 +59,7 @@ struct triggers {
 	struct trigger_bpf *skel;
 	enum trigger_attach_mode mode;
 	pid_t tgid;			/* 0: system-wide */
+	pid_t spawn_tgid;		/* a command ptbpf started, 0 with -p */
 	int nr;
 	struct trig trig[MAX_TRIGGERS];
 	struct bpf_link *links[MAX_LINKS];
@@ -67,6 +71,7 @@ struct triggers {
 	trigger_cb cb;
 	void *cb_ctx;
 	const char *tracefs;		/* mount point (tracefs_path()), NULL until needed */
+	bool tracefs_mounted;		/* by us: unmounted by triggers__free() */
 	char group[32];			/* tracefs group of our probes: ptbpf_<pid> */
 };
 
@@ -302,6 +307,7 @@ static int find_tracefs(struct triggers *t)
 	if (mounted)
 		dlog("mounted tracefs on %s\n", path);
 	t->tracefs = path;
+	t->tracefs_mounted = mounted;
 	return 0;
 }
 
@@ -313,6 +319,40 @@ static bool tracepoint_exists(struct triggers *t, const char *cat, const char *n
 		return false;
 	snprintf(path, sizeof(path), "%s/events/%s/%s/id", t->tracefs, cat, name);
 	return !access(path, R_OK);
+}
+
+/* --usdt BIN:PROVIDER:NAME (cli.c put the traced program's path in front of a bare one). */
+static int parse_usdt(const char *arg, struct trig *tr)
+{
+	char *copy = strdup(arg), *name, *provider;
+	int err = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	name = strrchr(copy, ':');
+	if (name) {
+		*name++ = '\0';
+		provider = strrchr(copy, ':');
+	}
+	if (!name || !provider || !*name || provider == copy || !provider[1]) {
+		elog("invalid --usdt '%s': expected [BIN:]PROVIDER:NAME\n", arg);
+		err = -EINVAL;
+		goto out;
+	}
+	*provider++ = '\0';
+	tr->bin = realpath(copy, NULL);
+	if (!tr->bin) {
+		err = -errno;
+		elog("--usdt %s: cannot open '%s': %s\n", arg, copy, strerror(-err));
+		goto out;
+	}
+	tr->cat = strdup(provider);
+	tr->name = strdup(name);
+	if (!tr->cat || !tr->name)
+		err = -ENOMEM;
+out:
+	free(copy);
+	return err;
 }
 
 static int parse_tracepoint(struct triggers *t, const char *arg, struct trig *tr)
@@ -398,6 +438,9 @@ static int describe(struct trig *tr, const struct trigger_spec *spec)
 	case TRIGGER_TRACEPOINT:
 		n = asprintf(&tr->desc, "tracepoint %s", spec->arg);
 		break;
+	case TRIGGER_USDT:
+		n = asprintf(&tr->desc, "usdt %s:%s:%s", tr->bin, tr->cat, tr->name);
+		break;
 	default:
 		n = asprintf(&tr->desc, "%s", trigger_kind_name(tr->kind));
 		break;
@@ -436,6 +479,15 @@ static int resolve_trigger(struct triggers *t, const struct trigger_spec *spec, 
 		break;
 	case TRIGGER_TRACEPOINT:
 		err = parse_tracepoint(t, spec->arg, tr);
+		break;
+	case TRIGGER_USDT:
+		if (t->mode == TRIGGER_ATTACH_GATE) {
+			/* a USDT gate would be a uprobe perf event per probe site: not yet */
+			elog("--usdt with the pt backend's in-kernel freeze (aux_pause) is not "
+			     "supported yet: PTBPF_PT_FREEZE=ioctl freezes from user space\n");
+			return -EOPNOTSUPP;
+		}
+		err = parse_usdt(spec->arg, tr);
 		break;
 	case TRIGGER_SYSCALL_LATENCY:
 		err = resolve_syscall(spec, tr);
@@ -498,6 +550,9 @@ static void select_programs(struct triggers *t)
 		case TRIGGER_TRACEPOINT:
 			autoload(s->progs.tracepoint_hit, true);
 			break;
+		case TRIGGER_USDT:
+			autoload(s->progs.usdt_hit, true);
+			break;
 		case TRIGGER_RUNQ_LATENCY:
 			autoload(s->progs.sched_wakeup, t->tp_btf);
 			autoload(s->progs.sched_wakeup_new, t->tp_btf);
@@ -533,6 +588,9 @@ static int configure(struct triggers *t, const struct capture_opts *o)
 	int i;
 
 	ro->targ_tgid = t->tgid;
+	ro->self_tgid = getpid();
+	ro->guardian_tgid = guardian_pid();
+	ro->spawn_tgid = t->spawn_tgid;
 	ro->gate_mode = t->mode == TRIGGER_ATTACH_GATE;
 	ro->nth = o->nth ? o->nth : 1;
 	ro->max_fires = o->max_snapshots;
@@ -548,6 +606,7 @@ static int configure(struct triggers *t, const struct capture_opts *o)
 	}
 	disable_all_programs(t->skel);
 	select_programs(t);
+	autoload(t->skel->progs.spawn_exec, t->spawn_tgid);
 	/* Only the tp_btf programs use task storage (5.11+): don't ask an older kernel. */
 	bpf_map__set_autocreate(t->skel->maps.runq_task_start, t->tp_btf);
 	return 0;
@@ -570,6 +629,7 @@ int triggers__new(const struct capture_opts *o, pid_t tgid, enum trigger_attach_
 		return -ENOMEM;
 	t->mode = mode;
 	t->tgid = o->system_wide ? 0 : tgid;
+	t->spawn_tgid = o->cmd ? tgid : 0;
 	t->nr = o->nr_triggers;
 	snprintf(t->group, sizeof(t->group), "ptbpf_%d", getpid());
 	t->tp_btf = have_tp_btf();
@@ -595,6 +655,21 @@ int triggers__new(const struct capture_opts *o, pid_t tgid, enum trigger_attach_
 	if (err)
 		goto cleanup;
 	err = trigger_bpf__load(t->skel);
+	if (err == -EPERM && !privs_has_cap(CAP_SYS_ADMIN) &&
+	    (!privs_has_cap(CAP_BPF) || !privs_has_cap(CAP_PERFMON))) {
+		char self[PATH_MAX] = "ptbpf";
+		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+		if (n > 0)
+			self[n] = '\0';
+		/* a missing privilege, not the verifier's verdict */
+		elog("cannot load the trigger BPF programs: %s lacks %s: run as root, or grant "
+		     "them: sudo setcap cap_bpf,cap_perfmon,cap_sys_ptrace+ep %s\n",
+		     getuid() ? "this user" : "this process",
+		     !privs_has_cap(CAP_BPF) && !privs_has_cap(CAP_PERFMON) ? "CAP_BPF and CAP_PERFMON" :
+		     !privs_has_cap(CAP_BPF) ? "CAP_BPF" : "CAP_PERFMON", self);
+		goto cleanup;
+	}
 	if (err) {
 		elog("cannot load the trigger BPF programs: %s (run with -vvv for the verifier "
 		     "log)\n", strerror(-err));
@@ -660,6 +735,27 @@ static int attach_uprobe(struct triggers *t, int i, struct bpf_program *prog, bo
 		elog("%s: no process with PID %d\n", tr->desc, pid);
 	else
 		elog("%s: cannot attach the uprobe: %s\n", tr->desc, strerror(-err));
+	return err;
+}
+
+static int attach_usdt(struct triggers *t, int i)
+{
+	struct trig *tr = &t->trig[i];
+	LIBBPF_OPTS(bpf_usdt_opts, opts, .usdt_cookie = i);
+	pid_t pid = t->tgid ? t->tgid : -1;
+	int err;
+
+	err = add_link(t, bpf_program__attach_usdt(t->skel->progs.usdt_hit, pid, tr->bin,
+						   tr->cat, tr->name, &opts));
+	if (!err)
+		return 0;
+	if (err == -ENOENT)
+		elog("%s: %s has no USDT probe %s:%s (its probes: readelf -n %s | grep -A2 "
+		     "stapsdt)\n", tr->desc, tr->bin, tr->cat, tr->name, tr->bin);
+	else if (err == -ESRCH)
+		elog("%s: no process with PID %d\n", tr->desc, pid);
+	else
+		elog("%s: cannot attach the USDT probe: %s\n", tr->desc, strerror(-err));
 	return err;
 }
 
@@ -761,10 +857,15 @@ int triggers__attach(struct triggers *t)
 			if (!gate)
 				err = attach_tracepoint(t, i);
 			break;
+		case TRIGGER_USDT:
+			err = attach_usdt(t, i);
+			break;
 		default:
 			break;
 		}
 	}
+	if (!err)
+		err = attach_shared(t, s->progs.spawn_exec);
 	if (!err)
 		err = attach_shared(t, s->progs.sched_wakeup);
 	if (!err)
@@ -1055,6 +1156,11 @@ int triggers__ringbuf_fd(const struct triggers *t)
 	return bpf_map__fd(t->skel->maps.rb);
 }
 
+struct trace_clock *triggers__trace_clock(struct triggers *t)
+{
+	return t && t->skel ? &t->skel->bss->trace_clock : NULL;
+}
+
 int triggers__consume(struct triggers *t, trigger_cb cb, void *ctx)
 {
 	int n;
@@ -1179,6 +1285,8 @@ void triggers__free(struct triggers *t)
 	ring_buffer__free(t->rb);
 	trigger_bpf__destroy(t->skel);
 	remove_gates(t);
+	/* after the gates: their probes live in tracefs */
+	tracefs_unmount(t->tracefs_mounted);
 	for (i = 0; i < MAX_TRIGGERS; i++) {
 		free(t->trig[i].desc);
 		free(t->trig[i].bin);

@@ -82,6 +82,13 @@ int triggers__arm(struct triggers *t);
 int triggers__ringbuf_fd(const struct triggers *t);
 
 /*
+ * Where a backend whose program runs on a clock of its own (singlestep) keeps that
+ * clock (include/trigger.h): latency triggers measure on it. Mapped BPF memory: a
+ * plain store is seen by the next probe hit.
+ */
+struct trace_clock *triggers__trace_clock(struct triggers *t);
+
+/*
  * Hand every waiting record to `cb`, without blocking. Returns how many were consumed,
  * or -errno (cb's negative return included). Cheap when nothing is waiting (two loads from
  * the mapped ring), so it can run between single steps of a ptraced target.

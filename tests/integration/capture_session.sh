@@ -20,7 +20,7 @@ grep -q 'trigger   exit: cap_chain exited with status 0$' "$TMP/exit.err" ||
 cap_bg ctrlc -o "$TMP/c.fxt" -- "$CHAIN" -f
 for _ in $(seq 100); do grep -q '^iter 1$' "$TMP/ctrlc.out" && break; sleep 0.1; done
 grep -q '^iter 1$' "$TMP/ctrlc.out" || fail "Ctrl-C: the target never ran"
-child=$(pgrep -P "$BG" -x cap_chain)
+child=$(cmd_pid "$BG" cap_chain)
 kill -INT "$BG"
 cap_wait "Ctrl-C"
 [ "$RC" = 0 ] || { cat "$TMP/ctrlc.err"; fail "Ctrl-C: ptbpf exited $RC"; }
@@ -35,7 +35,7 @@ kill -9 "$child"
 # The target killed mid-capture, no trigger: the capture up to its death is written.
 cap_bg kill -o "$TMP/k.fxt" -- "$CHAIN" -f
 for _ in $(seq 100); do grep -q '^iter 1$' "$TMP/kill.out" && break; sleep 0.1; done
-pkill -9 -P "$BG" -x cap_chain || fail "killed: no target to kill"
+kill -9 "$(cmd_pid "$BG" cap_chain)" || fail "killed: no target to kill"
 cap_wait "killed"
 [ "$RC" = 0 ] || { cat "$TMP/kill.err"; fail "killed, no trigger: ptbpf exited $RC"; }
 fxt_ok "$TMP/k.fxt"
@@ -47,7 +47,7 @@ $EVENTS "$TMP/k.fxt" | grep 'trigger=exit: cap_chain was killed by SIGKILL' >/de
 # The target killed while a trigger waits: no snapshot, exit 1, and the reason.
 cap_bg killt --uprobe "$CHAIN:leaf" --nth 100000 -o "$TMP/kt.fxt" -- "$CHAIN" -f
 for _ in $(seq 100); do grep -q '^iter 1$' "$TMP/killt.out" && break; sleep 0.1; done
-pkill -9 -P "$BG" -x cap_chain || fail "killed + trigger: no target to kill"
+kill -9 "$(cmd_pid "$BG" cap_chain)" || fail "killed + trigger: no target to kill"
 cap_wait "killed + trigger"
 [ "$RC" = 1 ] || { cat "$TMP/killt.err"; fail "killed + trigger: ptbpf exited $RC, not 1"; }
 grep -q 'no snapshot: cap_chain was killed by SIGKILL before the trigger fired' "$TMP/killt.err" ||

@@ -25,7 +25,7 @@ grep -q '^ticks=150 ' "$TMP/attach.target" || fail "attach: target output: $(cat
 PP=$!
 BG_PIDS+=("$PP")
 sleep 1.5
-TP=$(pgrep -P "$PP" ticker)
+TP=$(cmd_pid "$PP" ticker)
 [ -n "$TP" ] || fail "sigint: no target process under ptbpf"
 BG_PIDS+=("$TP")
 kill -INT "$PP"

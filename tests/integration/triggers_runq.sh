@@ -29,6 +29,16 @@ alone=$(count alone) || fail "alone: $alone"
 echo "fires above 1 ms: $hog with two CPU hogs, $alone alone"
 [ "$hog" -ge 20 ] || fail "with two hogs on the CPU only $hog fires"
 [ "$alone" -le $((hog / 4)) ] || fail "alone on the CPU $alone fires (with hogs $hog)"
+# Never ptbpf's own processes: the command before its exec is ptbpf's child, named
+# "ptbpf", woken by the go-ahead; with a 1 us threshold its wait for a CPU always fired.
+run_fg own --dry-run --latency-over 1us -- "$T" -n 3
+[ $RC = 0 ] || fail "1 us: exit $RC: $(cat "$TMP/own.err")"
+"$PYTHON" - "$TMP/own.out" <<'PY' || fail "a fire outside the program"
+import json, sys
+fires = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+bad = [f for f in fires if f.get("comm") != "trig_runq"]
+assert fires and not bad, "fires in ptbpf's own processes: %s" % bad[:3]
+PY
 # tp fallback
 PTBPF_NO_TP_BTF=1 run_fg tp --dry-run --latency-over 1ms -v -- "$T" -c $cpu -h -n 100
 [ $RC = 0 ] || fail "tp fallback: exit $RC"

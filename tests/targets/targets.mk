@@ -14,3 +14,8 @@ TARGET_LDFLAGS_forkexec := -static
 TARGET_LDFLAGS_tailcall := -static
 TARGET_CFLAGS_tailcall := -O2 -g -fno-omit-frame-pointer
 TARGET_LDFLAGS_ticker := -static
+TARGET_LDFLAGS_survivor := -static
+TARGET_LDFLAGS_lat_server := -static
+# usdt_app uses include/ptbpf.h (on <sys/sdt.h>, Debian's systemtap-sdt-dev)
+TARGET_CFLAGS_usdt_app := -O0 -g -fno-omit-frame-pointer -Iinclude
+TARGET_LDFLAGS_usdt_app := -static

@@ -110,6 +110,7 @@ struct ss_thread {
 	struct ss_insn step_insn;
 	bool step_known;		/* step_insn is valid */
 	bool in_syscall;		/* inside a system call: the next TRAP_BRKPT ends it */
+	uint64_t syscall_end;		/* b->now when the last system call returned */
 	bool syscall_unencoded;		/* the syscall at step_ip is not encoded yet */
 	uint64_t syscall_time;		/* b->now when that syscall was resumed: hardware
 					 * disables tracing as it starts, not as it ends */
@@ -157,6 +158,9 @@ struct backend {
 	uint64_t round;
 	uint64_t steps;			/* instructions encoded */
 	uint64_t t_start_ns, t_run_ns;	/* wall clock of run() */
+	uint64_t now_start;		/* the trace clock at start() */
+	uint64_t progress_ns;		/* wall clock of the last progress line, 0: none yet */
+	bool progress;			/* stderr is a terminal: show progress */
 	uint8_t *vdso;
 	size_t vdso_size;
 	bool warned_unknown;
@@ -637,6 +641,7 @@ static int syscall_done(struct backend *b, struct ss_thread *t,
 
 	if (t->in_syscall) {
 		err = encode_syscall(b, t);
+		t->syscall_end = b->now;
 	} else if (t->maybe_restart && t->step_mm &&
 		   ss_mm__read(t->step_mm, t->step_ip - 2, op, 2) == 2 && op[0] == 0x0f &&
 		   op[1] == 0x05 && !(t->step_known && t->step_insn.cls == SS_INSN_SYSCALL)) {
@@ -719,7 +724,8 @@ static int thread_gone(struct backend *b, struct ss_thread *t, bool reaped, int 
 				  0);
 	t->state = TS_GONE;
 	b->nr_live--;
-	if (reaped && b->target && t->tid == b->target->pid && b->target->spawned)
+	/* a tracer learns how its tracees end, children or not (-p): killed is not exited */
+	if (reaped && b->target && t->tid == b->target->pid)
 		b->target->exit_status = status;
 	return err;
 }
@@ -1091,6 +1097,23 @@ static uint64_t advance_clock(struct backend *b)
 	return b->now + SS_NS_PER_INSN;
 }
 
+/*
+ * The trace's clock, for the latency triggers (run_hooks): its time, and from when it
+ * runs with real time because every thread waits in the kernel (idle_since, 0: it
+ * does not; a system call that returns then is timed on real time by the BPF program,
+ * before ptbpf learns of it). --clock virtual never counts waits.
+ */
+static void publish_clock(struct backend *b, const struct run_hooks *hooks, uint64_t idle_since)
+{
+	if (!hooks || !hooks->trace_clock)
+		return;
+	if (b->opts->clock == SS_CLOCK_VIRTUAL)
+		idle_since = 0;
+	/* the time first: a probe between the stores counts the wait twice, never not */
+	__atomic_store_n(&hooks->trace_clock->now_ns, b->now, __ATOMIC_RELEASE);
+	__atomic_store_n(&hooks->trace_clock->idle_since_ns, idle_since, __ATOMIC_RELEASE);
+}
+
 /* Nothing to step: sleep until a stop or one of the capture loop's fds. */
 static int idle_wait(struct backend *b, const struct run_hooks *hooks)
 {
@@ -1102,6 +1125,7 @@ static int idle_wait(struct backend *b, const struct run_hooks *hooks)
 	pfd[n++] = (struct pollfd){ .fd = b->sigchld_fd, .events = POLLIN };
 	for (i = 0; hooks && i < hooks->nr_fds && n < 17; i++)
 		pfd[n++] = (struct pollfd){ .fd = hooks->fds[i], .events = POLLIN };
+	publish_clock(b, hooks, t0);
 	if (poll(pfd, n, 100) < 0 && errno != EINTR)
 		return -errno;
 	while (read(b->sigchld_fd, &ssi, sizeof(ssi)) == sizeof(ssi))
@@ -1109,7 +1133,43 @@ static int idle_wait(struct backend *b, const struct run_hooks *hooks)
 	/* --clock mixed: every thread waits in the kernel, and that time is real. */
 	if (b->opts->clock == SS_CLOCK_MIXED)
 		b->now += mono_ns() - t0;
+	publish_clock(b, hooks, 0);
 	return 0;
+}
+
+/* How many times slower than its trace's clock the program ran while stepped. */
+static double slowdown(const struct backend *b)
+{
+	uint64_t traced = b->now - b->now_start;
+
+	return traced ? (double)b->t_run_ns / traced : 0.0;
+}
+
+#define SS_PROGRESS_NS 1000000000ull	/* a progress line a second, after the first */
+
+/* On a terminal, a long run says how it goes: one line, rewritten in place. */
+static void show_progress(struct backend *b, uint64_t run_start)
+{
+	uint64_t now = mono_ns(), run_ns;
+	double secs;
+
+	if (!b->progress || now - (b->progress_ns ?: b->t_start_ns) < SS_PROGRESS_NS)
+		return;
+	b->progress_ns = now;
+	run_ns = b->t_run_ns + (now - run_start);
+	secs = run_ns / 1e9;
+	fprintf(stderr, "\rptbpf: stepping: %" PRIu64 " instructions in %.0fs (%.0f/s), %d "
+		"thread(s), %.0fx slower than the trace's clock\033[K", b->steps, secs,
+		b->steps / secs, b->nr_live,
+		b->now > b->now_start ? (double)run_ns / (b->now - b->now_start) : 0.0);
+}
+
+/* The progress line ends before anything else is printed. */
+static void end_progress(struct backend *b)
+{
+	if (b->progress_ns)
+		fprintf(stderr, "\r\033[K");
+	b->progress_ns = 0;
 }
 
 static int ss_run(struct backend *b, const struct run_hooks *hooks)
@@ -1135,6 +1195,7 @@ static int ss_run(struct backend *b, const struct run_hooks *hooks)
 		if (c < b->nr_cpus) {
 			b->round++;
 			b->now = advance_clock(b);
+			publish_clock(b, hooks, 0);
 		}
 		stepped = 0;
 		for (c = 0; c < b->nr_cpus; c++) {
@@ -1166,6 +1227,8 @@ static int ss_run(struct backend *b, const struct run_hooks *hooks)
 					break;
 			}
 		}
+		if (b->progress && !(b->round & 1023))
+			show_progress(b, t0);
 		if (hooks && hooks->check) {
 			r = hooks->check(hooks->ctx);
 			if (r) {
@@ -1176,6 +1239,7 @@ static int ss_run(struct backend *b, const struct run_hooks *hooks)
 	}
 out:
 	b->t_run_ns += mono_ns() - t0;
+	end_progress(b);
 	return err;
 }
 
@@ -1185,17 +1249,15 @@ static int seize(struct backend *b, pid_t tid, bool interrupt)
 {
 	if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)b->ptrace_opts)) {
 		int err = -errno;
-		long tracer = 0;
+		char why[320];
 
-		/* the tracer of the thread (TracerPid), 0 if none */
-		if (err == -EPERM)
-			proc_status_field(tid, "TracerPid", &tracer);
-		if (tracer)
-			elog("cannot trace thread %d: process %ld (a debugger?) already traces it\n",
-			     tid, tracer);
-		else if (err != -ESRCH)
-			elog("cannot trace thread %d: ptrace: %s%s\n", tid, strerror(-err),
-			     err == -EPERM ? " (see ptbpf doctor: ptrace)" : "");
+		/* doctor's ptrace check is on a child of ptbpf: say what differs for this one */
+		if (err == -EPERM) {
+			privs_ptrace_denied(tid, why, sizeof(why));
+			elog("cannot trace thread %d: ptrace not permitted: %s\n", tid, why);
+		} else if (err != -ESRCH) {
+			elog("cannot trace thread %d: ptrace: %s\n", tid, strerror(-err));
+		}
 		return err;
 	}
 	if (interrupt && ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) && errno != ESRCH)
@@ -1472,6 +1534,8 @@ fail:
 static int ss_start(struct backend *b)
 {
 	b->t_start_ns = mono_ns();
+	b->now_start = b->now;
+	b->progress = isatty(STDERR_FILENO);
 	return 0;
 }
 
@@ -1648,12 +1712,12 @@ static const char *ss_describe(struct backend *b)
 
 	snprintf(b->desc, sizeof(b->desc),
 		 "singlestep: %d virtual CPUs, %" PRIu64 " KiB rings, %" PRIu64 " instructions "
-		 "stepped in %.2fs (%.0f/s), clock %s", b->nr_cpus, b->enc_cfg.ring_size >> 10,
-		 b->steps, secs,
+		 "stepped in %.2fs (%.0f/s), clock %s, %.0fx slower than the trace's clock",
+		 b->nr_cpus, b->enc_cfg.ring_size >> 10, b->steps, secs,
 		 secs > 0 ? b->steps / secs : 0.0,
 		 b->opts->clock == SS_CLOCK_REAL	 ? "real" :
 		 b->opts->clock == SS_CLOCK_MIXED ? "mixed" :
-						    "virtual");
+						    "virtual", slowdown(b));
 	return b->desc;
 }
 
@@ -1701,6 +1765,14 @@ static int ss_locate(struct backend *b, uint32_t tid, uint64_t ktime, uint32_t *
 			continue;
 		*cpu = t->last_cpu;
 		*time = t->last_time;
+		/*
+		 * A fire at a system call's end (--syscall-latency-over) comes before the
+		 * thread's next instruction: the call lasts until then, on the trace's clock.
+		 */
+		if (t->in_syscall)
+			*time = b->now;
+		else if (t->syscall_end && t->last_time == t->syscall_time)
+			*time = t->syscall_end;
 		return 0;
 	}
 	return -ENOENT;

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# Issue 15: what -p says. An idle process: it ran no instructions (not "no Intel PT
+# data"); a process ptbpf may not trace: the actual reason (another tracer, another
+# user's process, not "see doctor", whose check traces a child of its own); a -p
+# target killed mid-capture: "was killed by SIGKILL", not "exited".
+. "$(dirname "$0")/capture_common.inc"
+need_singlestep
+TICKER=$BUILD/targets/ticker
+
+sleep 30 &
+IDLE=$!
+BG_PIDS+=("$IDLE")
+cap idle -p "$IDLE" --duration 500ms -o "$TMP/idle.fxt"
+[ "$RC" = 1 ] || { cat "$TMP/idle.err"; fail "idle -p: exit $RC, expected 1"; }
+grep -q "sleep (pid $IDLE) ran no instructions while traced" "$TMP/idle.err" ||
+	fail "idle -p: $(cat "$TMP/idle.err")"
+grep -q "no Intel PT data" "$TMP/idle.err" && fail "idle -p: blames the missing PT data"
+not_traced "$IDLE"
+
+# Another tracer holds the process.
+"$TICKER" 8 >/dev/null &
+TK=$!
+BG_PIDS+=("$TK")
+cap_bg first -p "$TK" --duration 5s -o "$TMP/first.fxt"
+for _ in $(seq 100); do grep -q recording "$TMP/first.err" && break; sleep 0.1; done
+sleep 0.5
+cap second -p "$TK" --duration 1s -o "$TMP/second.fxt"
+[ "$RC" = 2 ] || { cat "$TMP/second.err"; fail "a traced process: exit $RC"; }
+grep -q "already traces it" "$TMP/second.err" || fail "a traced process: $(cat "$TMP/second.err")"
+cap_wait "first"
+
+# Another user's process, ptbpf without privileges (as nobody).
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$PTBPF" --backend singlestep \
+		-p "$IDLE" --duration 1s -o /dev/null >"$TMP/user.out" 2>"$TMP/user.err"
+	RC=$?
+	[ "$RC" = 2 ] || { cat "$TMP/user.err"; fail "another user's process: exit $RC"; }
+	grep -q "runs as user 0: .*needs CAP_SYS_PTRACE" "$TMP/user.err" ||
+		fail "another user's process: $(cat "$TMP/user.err")"
+	# and BPF without CAP_BPF: the missing capability, not the verifier
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$PTBPF" --dry-run \
+		--uprobe "$CHAIN:leaf" -- "$CHAIN" -n 1 >"$TMP/bpf.out" 2>"$TMP/bpf.err"
+	grep -q "lacks CAP_BPF" "$TMP/bpf.err" || fail "BPF as nobody: $(cat "$TMP/bpf.err")"
+fi
+
+# A -p target killed mid-capture.
+"$TICKER" 10 >/dev/null &
+TK=$!
+BG_PIDS+=("$TK")
+cap_bg killed -p "$TK" -o "$TMP/killed.fxt"
+for _ in $(seq 100); do grep -q recording "$TMP/killed.err" && break; sleep 0.1; done
+sleep 1
+kill -9 "$TK"
+cap_wait "killed -p"
+grep -q 'exit: ticker was killed by SIGKILL' "$TMP/killed.err" || fail "killed -p: $(cat "$TMP/killed.err")"
+echo PASS
