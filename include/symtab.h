@@ -26,6 +26,13 @@ struct sym {
 int symtab__load(const char *path, struct symtab **out);
 void symtab__free(struct symtab *st);
 
+/*
+ * The demangled form of a C++ or Rust (legacy and v0) name, as ptbpf prints it (libiberty,
+ * with parameters), a "@plt" or "@@VERSION" suffix kept; malloc'd. NULL when the name is
+ * not mangled (or not demangled).
+ */
+char *symtab__demangle(const char *name);
+
 /* Exact name match (the first of equal names, preferring global binding). */
 const struct sym *symtab__find_name(const struct symtab *st, const char *name);
 /* The function containing `addr` (link-time address), or NULL. */
@@ -58,12 +65,17 @@ struct sym_segment {
 uint32_t symtab__nr_segments(const struct symtab *st);
 const struct sym_segment *symtab__segment(const struct symtab *st, uint32_t i);
 /*
- * Load bias of a mapping (MMAP2: file offset `pgoff` mapped at `map_start`): run-time
- * address = link-time address + bias. 0 for non-PIE executables mapped where linked.
- * Returns 0, or -ENOENT when no PT_LOAD holds `pgoff`.
+ * Load bias of a mapping (MMAP2: `map_len` bytes of file offset `pgoff` mapped at
+ * `map_start`, executable or not): run-time address = link-time address + bias, through
+ * the PT_LOAD segment the mapping maps (p_vaddr <-> p_offset of that segment: lld's and
+ * mold's code segments have p_vaddr != p_offset). 0 for non-PIE executables linked as
+ * mapped. Returns 0, or -ENOENT when no PT_LOAD holds the mapped bytes.
  */
-int symtab__load_bias(const struct symtab *st, uint64_t map_start, uint64_t pgoff,
-		      uint64_t *bias);
+int symtab__load_bias(const struct symtab *st, uint64_t map_start, uint64_t map_len,
+		      uint64_t pgoff, bool exec, uint64_t *bias);
+/* The same, over program headers read with symtab__read_segments(). */
+int symtab__segments_bias(const struct sym_segment *segs, uint32_t nr, uint64_t map_start,
+			  uint64_t map_len, uint64_t pgoff, bool exec, uint64_t *bias);
 
 /*
  * Without loading symbols: the PT_LOAD segments of an ELF file (caller frees *segs) and

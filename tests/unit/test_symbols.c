@@ -147,7 +147,7 @@ static void test_plt_name(void **state)
 	p = symtab__find_name(st, "free@plt");
 	assert_non_null(p);
 	assert_true(self_maps(start, end, pgoff, 4) > 0);
-	assert_int_equal(symtab__load_bias(st, start[0], pgoff[0], &bias), 0);
+	assert_int_equal(symtab__load_bias(st, start[0], end[0] - start[0], pgoff[0], true, &bias), 0);
 
 	assert_int_equal(ptd_images_init(&im, NULL, NULL, false), 0);
 	as = map_self(&im, exe);

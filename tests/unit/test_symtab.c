@@ -27,6 +27,13 @@ __attribute__((noinline, used)) int symtab_probe_target(int x)
 int symtab_probe_alias(int x) __attribute__((alias("symtab_probe_target")));
 int symtab_probe_weak(int x) __attribute__((weak, alias("symtab_probe_target")));
 
+/* A local function and a weak alias with a longer name: non-weak wins first (perf). */
+__attribute__((noinline, used)) static int symtab_probe_local(int x)
+{
+	return x ^ 5;
+}
+int symtab_probe_local_weak_alias(int x) __attribute__((weak, alias("symtab_probe_local")));
+
 __attribute__((noinline, used)) int symtab_probe_other(int x)
 {
 	return symtab_probe_target(x) + 2;
@@ -68,14 +75,14 @@ static uint64_t self_bias(void)
 	assert_non_null(f);
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long start, end, pgoff;
-		char path[256] = "";
+		char perms[8], path[256] = "";
 
-		if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %255s", &start, &end, &pgoff,
-			   path) < 3)
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %255s", &start, &end, perms, &pgoff,
+			   path) < 4)
 			continue;
-		if (strcmp(path, exe))
+		if (strcmp(path, exe) || perms[2] != 'x')
 			continue;
-		assert_int_equal(symtab__load_bias(self, start, pgoff, &bias), 0);
+		assert_int_equal(symtab__load_bias(self, start, end - start, pgoff, true, &bias), 0);
 		break;
 	}
 	fclose(f);
@@ -148,8 +155,8 @@ static void test_null_args(void **state)
 	assert_int_equal(symtab__nr_segments(NULL), 0);
 	assert_null(symtab__segment(NULL, 0));
 	assert_null(symtab__segment(self, symtab__nr_segments(self)));
-	assert_int_equal(symtab__load_bias(NULL, 0, 0, &v), -EINVAL);
-	assert_int_equal(symtab__load_bias(self, 0, 0, NULL), -EINVAL);
+	assert_int_equal(symtab__load_bias(NULL, 0, 0, 0, true, &v), -EINVAL);
+	assert_int_equal(symtab__load_bias(self, 0, 0, 0, true, NULL), -EINVAL);
 }
 
 static void test_find_name(void **state)
@@ -182,10 +189,18 @@ static void test_find_addr(void **state)
 		assert_non_null(s);
 		assert_int_equal(s->addr, a->addr);
 	}
-	/* of three aliases the global, non-weak name with fewest underscores wins; the
-	 * two strong ones tie, so the name order decides */
+	/*
+	 * Of three aliases, as perf's choose_best_symbol(): sized, non-weak, global, fewest
+	 * leading underscores, then the longer name ("symtab_probe_target" over
+	 * "symtab_probe_alias").
+	 */
 	s = symtab__find_addr(self, a->addr);
-	assert_string_equal(s->name, "symtab_probe_alias");
+	assert_string_equal(s->name, "symtab_probe_target");
+	/* a local symbol over a weak one, whatever their names */
+	a = symtab__find_name(self, "symtab_probe_local_weak_alias");
+	assert_non_null(a);
+	s = symtab__find_addr(self, a->addr);
+	assert_string_equal(s->name, "symtab_probe_local");
 	assert_non_null(symtab__find_name(self, "symtab_probe_weak"));
 	assert_null(symtab__find_addr(self, 0));
 	assert_null(symtab__find_addr(self, ~0ull));
@@ -287,7 +302,7 @@ static void test_offsets_and_facts(void **state)
 	assert_int_equal(symtab__addr_to_offset(self, a->addr, &off), 0);
 	assert_int_equal(off, a->addr - seg->vaddr + seg->offset);
 	assert_int_equal(symtab__addr_to_offset(self, ~0ull - 5, &off), -ENOENT);
-	assert_int_equal(symtab__load_bias(self, 0x400000, 1ull << 40, &off), -ENOENT);
+	assert_int_equal(symtab__load_bias(self, 0x400000, 0x1000, 1ull << 40, true, &off), -ENOENT);
 }
 
 static void test_dynsym_only(void **state)
