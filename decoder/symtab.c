@@ -811,6 +811,72 @@ const struct sym *symtab__find_name(const struct symtab *st, const char *name)
 	return NULL;
 }
 
+/* Name without parameters, return type or hash ("ns::f", "m::total"), malloc'd or NULL. */
+static char *demangle_base(const char *name)
+{
+	if (name[0] != '_' || (name[1] != 'Z' && name[1] != 'R') || strchr(name, '@'))
+		return NULL;
+	return cplus_demangle(name, DMGL_NO_OPTS);
+}
+
+/* Adds s to out[] unless a function at its address is there; returns the new count. */
+static int add_match(const struct sym **out, int n, int max, int *found, const struct sym *s)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (out[i]->addr == s->addr)
+			return n;
+	(*found)++;
+	if (n < max)
+		out[n++] = s;
+	return n;
+}
+
+int symtab__lookup(const struct symtab *st, const char *name, const struct sym **out, int max)
+{
+	/* match levels, best first: full demangled name, without parameters, prefix */
+	enum { FULL, BASE, PREFIX, NR_LEVELS };
+	const struct sym *level[NR_LEVELS][SYMTAB_LOOKUP_MAX];
+	int n[NR_LEVELS] = { 0 }, found[NR_LEVELS] = { 0 };
+	size_t len;
+	uint32_t i;
+	int l;
+
+	if (!st || !name || !*name || !out || max <= 0)
+		return -EINVAL;
+	if (max > SYMTAB_LOOKUP_MAX)
+		max = SYMTAB_LOOKUP_MAX;
+	out[0] = symtab__find_name(st, name);
+	if (out[0])
+		return 1;
+	len = strlen(name);
+	for (i = 0; i < st->nr; i++) {
+		const struct sym *s = &st->entries[i].sym;
+		char *full, *base;
+
+		full = symtab__demangle(s->name);
+		if (!full)
+			continue;
+		base = demangle_base(s->name);
+		if (!strcmp(full, name))
+			n[FULL] = add_match(level[FULL], n[FULL], max, &found[FULL], s);
+		else if (base && !strcmp(base, name))
+			n[BASE] = add_match(level[BASE], n[BASE], max, &found[BASE], s);
+		else if (!strncmp(base ? base : full, name, len) || !strncmp(full, name, len))
+			n[PREFIX] = add_match(level[PREFIX], n[PREFIX], max, &found[PREFIX], s);
+		free(full);
+		free(base);
+	}
+	for (l = 0; l < NR_LEVELS; l++) {
+		if (!found[l])
+			continue;
+		memcpy(out, level[l], n[l] * sizeof(*out));
+		return found[l];
+	}
+	return 0;
+}
+
 /* Index of the first entry that starts above addr (nr if none). */
 static uint32_t first_above(const struct symtab *st, uint64_t addr)
 {
@@ -933,20 +999,27 @@ int symtab__suggest(const struct symtab *st, const char *name, const char **out,
 		max = 32;
 	nlen = strlen(name);
 	for (i = 0; i < st->nr; i++) {
-		const char *cand = st->entries[st->by_name[i]].sym.name;
+		const char *cand = st->entries[st->by_name[i]].sym.name, *shown;
 		unsigned limit = nlen < 6 ? 2 : (unsigned)nlen / 3, score;
+		char *base;
 		int k, pos;
 
 		/* names are sorted: skip the repeats of one name */
 		if (i && !strcmp(cand, st->entries[st->by_name[i - 1]].sym.name))
 			continue;
-		score = edit_distance(name, cand, limit);
+		/* a C++ or Rust name is compared as users write it: "ns::f", "m::total" */
+		base = demangle_base(cand);
+		shown = base ? base : cand;
+		score = edit_distance(name, shown, limit);
 		if (score > limit) {
 			/* "slow" for "slow_path", "path" for "slow_path@plt" */
-			if (nlen < 3 || !strcasestr(cand, name))
+			if (nlen < 3 || !strcasestr(shown, name)) {
+				free(base);
 				continue;
-			score = limit + 1 + (unsigned)(strlen(cand) - nlen);
+			}
+			score = limit + 1 + (unsigned)(strlen(shown) - nlen);
 		}
+		free(base);
 		/* insertion into the best `max`, kept sorted by score */
 		for (pos = n; pos > 0 && scores[pos - 1] > score; pos--)
 			;

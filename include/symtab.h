@@ -33,6 +33,18 @@ void symtab__free(struct symtab *st);
  */
 char *symtab__demangle(const char *name);
 
+/*
+ * The functions a user's name designates (a trigger's SYM): the symbol of exactly that
+ * name; else, among C++ and Rust symbols, those whose demangled name is `name` in full
+ * ("ns::f(int)"), else without parameters ("ns::f", Rust "m::total" without its hash),
+ * else those it is a prefix of ("ns::Handler::ru", "m::sum" of "m::sum::<T>"). Aliases
+ * of one address count once. Returns how many functions match at the best of those
+ * levels (up to `max`, at most SYMTAB_LOOKUP_MAX, stored in out[]): 1 is the answer,
+ * more an ambiguity to list. -EINVAL on bad arguments.
+ */
+#define SYMTAB_LOOKUP_MAX 16
+int symtab__lookup(const struct symtab *st, const char *name, const struct sym **out, int max);
+
 /* Exact name match (the first of equal names, preferring global binding). */
 const struct sym *symtab__find_name(const struct symtab *st, const char *name);
 /* The function containing `addr` (link-time address), or NULL. */
@@ -42,7 +54,11 @@ const struct sym *symtab__find_addr(const struct symtab *st, uint64_t addr);
  * one); or 1 and the gap between functions that holds it. -EINVAL on bad arguments.
  */
 int symtab__find_range(const struct symtab *st, uint64_t addr, uint64_t *start, uint64_t *end);
-/* Up to `max` names close to `name` (for "did you mean"); returns how many. */
+/*
+ * Up to `max` names close to `name` (for "did you mean"), C++ and Rust ones compared
+ * demangled; out[] holds the symbols' own names (symtab__demangle() them to show them).
+ * Returns how many.
+ */
 int symtab__suggest(const struct symtab *st, const char *name, const char **out, int max);
 /* File offset of a link-time address, through the PT_LOAD that maps it (uprobe offsets). */
 int symtab__addr_to_offset(const struct symtab *st, uint64_t addr, uint64_t *offset);

@@ -34,6 +34,9 @@ static const char capture_doc[] =
 	"      snapshot when slow_path is entered\n"
 	"  ptbpf --uprobe ./bin:handle --latency-over 200us -p 1234\n"
 	"      snapshot at the return of a handle() call slower than 200us\n"
+	"  ptbpf --uprobe './srv:ns::Handler::run' -- ./srv\n"
+	"      a C++ or Rust function by its demangled name (or a unique prefix of it);\n"
+	"      BIN:SYM splits at the first single ':' after a file that exists\n"
 	"  ptbpf --latency-over 2ms -p 1234\n"
 	"      snapshot when a thread of 1234 waited more than 2ms to run\n"
 	"  ptbpf --syscall-latency-over 5ms --syscall read -p 1234\n"
@@ -82,7 +85,10 @@ enum {
 static const struct argp_option capture_options[] = {
 	{ NULL, 0, NULL, 0, "Triggers (any number; the first that fires freezes the rings):", 1 },
 	{ "uprobe", OPT_UPROBE, "BIN:SYM[+OFF]", 0,
-	  "Fire when the function is entered (also BIN:0xADDR), by any thread of the target" },
+	  "Fire when the function is entered (also BIN:0xADDR), by any thread of the target. "
+	  "SYM: as in the symbol table, or a C++/Rust name demangled (ns::f, ns::f(int)) or a "
+	  "unique prefix of one; the spec splits at the first single ':' after a file that "
+	  "exists" },
 	{ "kprobe", OPT_KPROBE, "SYM", 0, "Fire when the kernel function is entered" },
 	{ "tracepoint", OPT_TRACEPOINT, "CAT:NAME", 0, "Fire on a tracepoint hit in the target" },
 	{ "latency-over", OPT_LATENCY_OVER, "DUR", 0,

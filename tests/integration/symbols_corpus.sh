@@ -131,8 +131,9 @@ else
 	echo "rustc is not installed: the Rust program is not tested (SKIP of that part)"
 fi
 
-echo "agreement with perf, per linker (call and return targets perf names):"
+echo "agreement with perf, per linker (call and return targets perf names; the rest are"
+echo "PLT entries perf names in .rela.plt order, checked to be PLT entries for ptbpf):"
 for g in "${linkers[@]}" "c++" rust; do
 	[ -n "${TOTAL[$g]:-}" ] || continue
-	printf '  %-5s %5d of %5d\n' "$g" "${AGREE[$g]}" "${TOTAL[$g]}"
+	printf '  %-5s %5d of %5d the same name\n' "$g" "${AGREE[$g]}" "${TOTAL[$g]}"
 done
