@@ -3,8 +3,8 @@
  * The symbolizer: address in an address space -> function name and start.
  *
  * Each file (dso) gets its symbol table (decoder/symtab.c) and, when one is found by its
- * build-id, the table of its separate debug file (/usr/lib/debug/.build-id, --debug-dir,
- * ~/.debug), which is looked at first (a stripped binary's debug file has the full
+ * build-id (/usr/lib/debug/.build-id, --debug-dir, ~/.debug) or its .gnu_debuglink, the
+ * table of its separate debug file, which is looked at first (a stripped binary's debug file has the full
  * .symtab; the binary itself still has the PLT). C++ and Rust names are demangled with
  * libiberty. Addresses with no symbol become "binary+0xVADDR" (the address in the file's
  * own terms, through the PT_LOAD segment that maps it). Every answer
@@ -258,6 +258,49 @@ static struct symtab *load_debug_file(struct symbols *sy, const uint8_t *id, uin
 	return NULL;
 }
 
+/*
+ * The separate debug file a .gnu_debuglink names, where gdb and perf look for it: beside
+ * the binary, in its .debug/ directory, and under the debug directories (--debug-dir,
+ * /usr/lib/debug) followed by the binary's directory.
+ */
+static struct symtab *load_debuglink(struct symbols *sy, const char *path)
+{
+	char name[256], dir[PATH_MAX], cand[PATH_MAX], real_bin[PATH_MAX], real_cand[PATH_MAX];
+	const char *roots[2] = { sy->debug_dir, "/usr/lib/debug" };
+	struct symtab *st;
+	char *slash;
+	unsigned i;
+
+	if (symtab__read_debuglink(path, name, sizeof(name)) || !realpath(path, real_bin))
+		return NULL;
+	snprintf(dir, sizeof(dir), "%s", real_bin);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		return NULL;
+	*slash = '\0';
+	for (i = 0; i < 2 + 2; i++) {
+		int n;
+
+		if (i == 0)
+			n = snprintf(cand, sizeof(cand), "%s/%s", dir, name);
+		else if (i == 1)
+			n = snprintf(cand, sizeof(cand), "%s/.debug/%s", dir, name);
+		else if (roots[i - 2])
+			n = snprintf(cand, sizeof(cand), "%s%s/%s", roots[i - 2], dir, name);
+		else
+			continue;
+		if (n < 0 || (size_t)n >= sizeof(cand))
+			continue;
+		/* the link may name the binary itself (same file name, same directory) */
+		if (!regular_file(cand) || !realpath(cand, real_cand) ||
+		    !strcmp(real_cand, real_bin) || symtab__load(cand, &st))
+			continue;
+		dlog("symbols: debug file %s (debuglink)\n", cand);
+		return st;
+	}
+	return NULL;
+}
+
 static struct sdso *sdso_get(struct symbols *sy, uint32_t dso)
 {
 	struct sdso *sd;
@@ -303,6 +346,8 @@ static struct sdso *sdso_get(struct symbols *sy, uint32_t dso)
 		if (!size && path && !symtab__read_build_id(path, buf, sizeof(buf), &size))
 			id = buf;
 		sd->debug = load_debug_file(sy, id, size);
+		if (!sd->debug && path)
+			sd->debug = load_debuglink(sy, path);
 	}
 	return sd;
 }

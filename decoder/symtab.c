@@ -746,6 +746,50 @@ int symtab__read_build_id(const char *path, uint8_t *id, uint32_t cap, uint32_t 
 	return *size ? 0 : -ENOENT;
 }
 
+int symtab__read_debuglink(const char *path, char *name, size_t size)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	Elf *elf;
+	int fd, err;
+
+	if (!path || !name || !size)
+		return -EINVAL;
+	err = elf_open(path, &fd, &elf);
+	if (err)
+		return err;
+	err = -ENOENT;
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		goto out;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *secname;
+		Elf_Data *data;
+		GElf_Shdr sh;
+		size_t len;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
+			continue;
+		secname = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!secname || strcmp(secname, ".gnu_debuglink"))
+			continue;
+		/* a NUL-terminated file name, padded, then a CRC32 */
+		data = elf_getdata(scn, NULL);
+		if (!data || !data->d_buf || !data->d_size)
+			break;
+		len = strnlen(data->d_buf, data->d_size);
+		if (!len || len == data->d_size || len >= size || strchr(data->d_buf, '/')) {
+			err = -EINVAL;
+			break;
+		}
+		memcpy(name, data->d_buf, len + 1);
+		err = 0;
+		break;
+	}
+out:
+	elf_close(fd, elf);
+	return err;
+}
+
 int symtab__image_build_id(const void *image, size_t size, uint8_t id[20], uint8_t *len)
 {
 	const void *desc;

@@ -100,6 +100,11 @@ int symtab__segments_bias(const struct sym_segment *segs, uint32_t nr, uint64_t 
 int symtab__read_segments(const char *path, struct sym_segment **segs, uint32_t *nr, bool *pie);
 int symtab__read_build_id(const char *path, uint8_t *id, uint32_t cap, uint32_t *size);
 /*
+ * The file name a .gnu_debuglink section gives for the separate debug file (no
+ * directory). Returns 0, -ENOENT if there is none, -EINVAL if it is malformed.
+ */
+int symtab__read_debuglink(const char *path, char *name, size_t size);
+/*
  * The GNU build-id of an ELF image in memory (the vDSO), as perf.data holds one: at most 20
  * bytes (a longer one is cut), the rest of id[] zeroed, its length in *len. Returns 0,
  * -ENOENT if the image has no build-id note, or -EINVAL if it is not a 64-bit ELF image.
