@@ -496,6 +496,7 @@ int ptd_aspace_map_elf(struct ptd_images *im, int asi, const char *path, uint64_
 			.pgoff = segs[i].offset,
 			.bias = offset,
 			.bias_valid = true,
+			.bias_known = true,
 			.dso = (uint32_t)d,
 			.exec = segs[i].flags & PF_X,
 		};

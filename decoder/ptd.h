@@ -75,7 +75,8 @@ struct ptd_map {
 	uint32_t dso;		/* index into ptd_images.dsos, UINT32_MAX for none */
 	bool exec;		/* executable mapping */
 	bool uprobes;		/* the kernel's [uprobes] page (uretprobe trampoline) */
-	bool bias_valid;	/* bias is known (raw ELF, or computed by the symbolizer) */
+	bool bias_valid;	/* bias is set (raw ELF, or computed by the symbolizer) */
+	bool bias_known;	/* ... from the file's program headers (else 0, a guess) */
 };
 
 /* A file whose code or symbols we use, shared by every mapping of it. */

@@ -3,10 +3,11 @@
  * The symbolizer: address in an address space -> function name and start.
  *
  * Each file (dso) gets its symbol table (decoder/symtab.c) and, when one is found by its
- * build-id, the table of its separate debug file (/usr/lib/debug/.build-id, --debug-dir,
- * ~/.debug), which is looked at first (a stripped binary's debug file has the full
+ * build-id (/usr/lib/debug/.build-id, --debug-dir, ~/.debug) or its .gnu_debuglink, the
+ * table of its separate debug file, which is looked at first (a stripped binary's debug file has the full
  * .symtab; the binary itself still has the PLT). C++ and Rust names are demangled with
- * libiberty. Addresses with no symbol become "binary+0xoff" (file offset). Every answer
+ * libiberty. Addresses with no symbol become "binary+0xVADDR" (the address in the file's
+ * own terms, through the PT_LOAD segment that maps it). Every answer
  * is cached by (address space, address), and demangled names by symbol, so the call-
  * stack builder's lookups are one hash probe after the first.
  *
@@ -21,8 +22,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <libiberty/demangle.h>
-
 #include "log.h"
 #include "ptd.h"
 #include "symtab.h"
@@ -31,6 +30,9 @@
 struct sdso {
 	struct symtab *st;	/* the file's own table, NULL if none */
 	struct symtab *debug;	/* its separate debug file's, NULL if none */
+	struct sym_segment *segs;	/* the file's own PT_LOADs (a debug file's have
+					 * other offsets), NULL if it could not be read */
+	uint32_t nr_segs;
 	bool loaded;		/* load attempted */
 };
 
@@ -124,6 +126,7 @@ void symbols__free(struct symbols *sy)
 	for (i = 0; i < sy->nr_dsos; i++) {
 		symtab__free(sy->dsos[i].st);
 		symtab__free(sy->dsos[i].debug);
+		free(sy->dsos[i].segs);
 	}
 	while ((b = sy->arena)) {
 		sy->arena = b->next;
@@ -255,6 +258,49 @@ static struct symtab *load_debug_file(struct symbols *sy, const uint8_t *id, uin
 	return NULL;
 }
 
+/*
+ * The separate debug file a .gnu_debuglink names, where gdb and perf look for it: beside
+ * the binary, in its .debug/ directory, and under the debug directories (--debug-dir,
+ * /usr/lib/debug) followed by the binary's directory.
+ */
+static struct symtab *load_debuglink(struct symbols *sy, const char *path)
+{
+	char name[256], dir[PATH_MAX], cand[PATH_MAX], real_bin[PATH_MAX], real_cand[PATH_MAX];
+	const char *roots[2] = { sy->debug_dir, "/usr/lib/debug" };
+	struct symtab *st;
+	char *slash;
+	unsigned i;
+
+	if (symtab__read_debuglink(path, name, sizeof(name)) || !realpath(path, real_bin))
+		return NULL;
+	snprintf(dir, sizeof(dir), "%s", real_bin);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		return NULL;
+	*slash = '\0';
+	for (i = 0; i < 2 + 2; i++) {
+		int n;
+
+		if (i == 0)
+			n = snprintf(cand, sizeof(cand), "%s/%s", dir, name);
+		else if (i == 1)
+			n = snprintf(cand, sizeof(cand), "%s/.debug/%s", dir, name);
+		else if (roots[i - 2])
+			n = snprintf(cand, sizeof(cand), "%s%s/%s", roots[i - 2], dir, name);
+		else
+			continue;
+		if (n < 0 || (size_t)n >= sizeof(cand))
+			continue;
+		/* the link may name the binary itself (same file name, same directory) */
+		if (!regular_file(cand) || !realpath(cand, real_cand) ||
+		    !strcmp(real_cand, real_bin) || symtab__load(cand, &st))
+			continue;
+		dlog("symbols: debug file %s (debuglink)\n", cand);
+		return st;
+	}
+	return NULL;
+}
+
 static struct sdso *sdso_get(struct symbols *sy, uint32_t dso)
 {
 	struct sdso *sd;
@@ -284,6 +330,9 @@ static struct sdso *sdso_get(struct symbols *sy, uint32_t dso)
 
 		if (err && err != -ENODATA)
 			dlog("symbols: %s: %s\n", path, strerror(-err));
+		/* a stripped file (-ENODATA) still has the program headers that place it */
+		if (!sd->st && symtab__read_segments(path, &sd->segs, &sd->nr_segs, NULL))
+			sd->nr_segs = 0;
 	}
 	{
 		const struct ptd_dso *d = &sy->im->dsos[dso];
@@ -297,23 +346,33 @@ static struct sdso *sdso_get(struct symbols *sy, uint32_t dso)
 		if (!size && path && !symtab__read_build_id(path, buf, sizeof(buf), &size))
 			id = buf;
 		sd->debug = load_debug_file(sy, id, size);
+		if (!sd->debug && path)
+			sd->debug = load_debuglink(sy, path);
 	}
 	return sd;
 }
 
-/* Load bias of a mapping, from its file's program headers (0 if unknown). */
+/*
+ * Load bias of a mapping, from the program headers of its own file (0 if unknown): the
+ * separate debug file has the same p_vaddr but not the same p_offset.
+ */
 static uint64_t map_bias(struct symbols *sy, struct ptd_map *m, struct sdso *sd)
 {
-	struct symtab *st = sd->st ? sd->st : sd->debug;
+	const struct sym_segment *segs = sd->segs;
+	uint32_t nr = sd->nr_segs;
 	uint64_t bias = 0;
 
 	if (m->bias_valid)
 		return m->bias;
-	if (st)
-		symtab__load_bias(st, m->start, m->pgoff, &bias);
-	m->bias = bias;
+	if (sd->st) {
+		segs = symtab__segment(sd->st, 0);
+		nr = symtab__nr_segments(sd->st);
+	}
+	m->bias_known = segs && !symtab__segments_bias(segs, nr, m->start, m->end - m->start,
+							m->pgoff, m->exec, &bias);
+	m->bias = m->bias_known ? bias : 0;
 	m->bias_valid = true;
-	return bias;
+	return m->bias;
 }
 
 int symbols__preload(struct symbols *sy)
@@ -431,8 +490,8 @@ static int grow_cache(struct symbols *sy)
 static const char *demangled(struct symbols *sy, const struct sym *s)
 {
 	size_t h = ((uintptr_t)s * 0x9e3779b97f4a7c15ull) & (sy->names_size - 1);
-	const char *name = s->name, *at;
-	char *dm = NULL, buf[1024];
+	const char *name = s->name;
+	char *dm;
 
 	while (sy->names[h].sym) {
 		if (sy->names[h].sym == s)
@@ -462,25 +521,7 @@ static const char *demangled(struct symbols *sy, const struct sym *s)
 		while (sy->names[h].sym)
 			h = (h + 1) & (size - 1);
 	}
-	/* "_ZN3foo3barEv@plt": demangle the name, keep the suffix */
-	if (name[0] == '_' && (name[1] == 'Z' || name[1] == 'R')) {
-		at = strchr(name, '@');
-		if (at && (size_t)(at - name) < sizeof(buf)) {
-			memcpy(buf, name, at - name);
-			buf[at - name] = '\0';
-			dm = cplus_demangle(buf, DMGL_PARAMS | DMGL_ANSI);
-			if (dm) {
-				char *full = malloc(strlen(dm) + strlen(at) + 1);
-
-				if (full)
-					sprintf(full, "%s%s", dm, at);
-				free(dm);
-				dm = full;
-			}
-		} else if (!at) {
-			dm = cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI);
-		}
-	}
+	dm = symtab__demangle(name);
 	name = arena_strdup(sy, dm ? dm : name);
 	free(dm);
 	if (!name)
@@ -533,8 +574,13 @@ int symbols__lookup(struct symbols *sy, int as, uint64_t addr, struct cs_symbol 
 		const char *file = m->dso != UINT32_MAX ? sy->im->dsos[m->dso].name : "[anon]";
 		const char *base = strrchr(file, '/');
 
+		/*
+		 * The address in the ELF file's own terms (what nm, addr2line and perf show),
+		 * or, when the file could not be read, the offset in it.
+		 */
 		snprintf(buf, sizeof(buf), "%s+0x%llx", base ? base + 1 : file,
-			 (unsigned long long)(addr - m->start + m->pgoff));
+			 (unsigned long long)(m->bias_known ? addr - m->bias :
+							      addr - m->start + m->pgoff));
 		name = arena_strdup(sy, buf);
 		if (!name)
 			return -ENOMEM;

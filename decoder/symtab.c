@@ -23,6 +23,8 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <libiberty/demangle.h>
+
 #include "log.h"
 #include "symtab.h"
 
@@ -31,12 +33,11 @@ struct symtab_entry {
 	struct sym sym;		/* public view: name, link-time address, st_size */
 	uint64_t end;		/* first address past the function: addr + size, or for an
 				 * unsized symbol the next symbol or its section's end */
-	uint8_t rank;		/* alias preference at one address, lower is better */
 	uint8_t global;		/* STB_GLOBAL (find_name prefers it among equal names) */
 };
 
 struct symtab {
-	struct symtab_entry *entries;	/* sorted by address, then rank */
+	struct symtab_entry *entries;	/* sorted by address, the best alias first */
 	uint32_t nr;
 	uint32_t *by_name;		/* indices of entries, sorted by name, global first */
 	char *names;			/* arena holding every name */
@@ -55,7 +56,8 @@ struct raw_sym {
 	size_t name_off;	/* offset of the name in st->names */
 	uint64_t addr, size;
 	uint64_t sec_end;	/* end of the section holding it: bound for unsized symbols */
-	uint8_t rank, global;
+	uint32_t seq;		/* order of collection: the symbol table's order */
+	uint8_t bind;		/* STB_GLOBAL, STB_WEAK, STB_LOCAL */
 };
 
 struct collect {
@@ -90,7 +92,7 @@ static int arena_add(struct symtab *st, const char *s, const char *suffix, size_
 }
 
 static int collect_add(struct symtab *st, struct collect *c, const char *name, const char *suffix,
-		       uint64_t addr, uint64_t size, uint64_t sec_end, uint8_t rank, bool global)
+		       uint64_t addr, uint64_t size, uint64_t sec_end, uint8_t bind)
 {
 	struct raw_sym *r;
 	int err;
@@ -111,56 +113,110 @@ static int collect_add(struct symtab *st, struct collect *c, const char *name, c
 	r->addr = addr;
 	r->size = size;
 	r->sec_end = sec_end;
-	r->rank = rank;
-	r->global = global;
+	r->seq = (uint32_t)c->nr;
+	r->bind = bind;
 	c->nr++;
 	return 0;
 }
 
-/*
- * Preference among aliases at one address, as perf chooses: a sized FUNC over a label,
- * global over weak over local, fewer leading underscores ("memcpy" over "__memcpy").
- */
-static uint8_t sym_rank(const GElf_Sym *s, const char *name)
+char *symtab__demangle(const char *name)
 {
-	uint8_t rank = 0;
-	int bind = GELF_ST_BIND(s->st_info);
+	const char *at;
+	char *head, *dm, *full;
 
-	if (GELF_ST_TYPE(s->st_info) == STT_NOTYPE)
-		rank += 16;
-	if (bind == STB_WEAK)
-		rank += 4;
-	else if (bind != STB_GLOBAL)
-		rank += 8;
-	while (*name == '_' && (rank & 3) < 3) {
-		rank++;
-		name++;
-	}
-	return rank;
+	if (!name || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R'))
+		return NULL;
+	/* "_ZN3foo3barEv@plt", "_ZNSt...@@GLIBCXX_3.4": demangle the name, keep the suffix */
+	at = strchr(name, '@');
+	if (!at)
+		return cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI);
+	head = strndup(name, at - name);
+	if (!head)
+		return NULL;
+	dm = cplus_demangle(head, DMGL_PARAMS | DMGL_ANSI);
+	free(head);
+	if (!dm)
+		return NULL;
+	full = malloc(strlen(dm) + strlen(at) + 1);
+	if (full)
+		sprintf(full, "%s%s", dm, at);
+	free(dm);
+	return full;
+}
+
+static unsigned leading_underscores(const char *name)
+{
+	unsigned n = 0;
+
+	while (name[n] == '_')
+		n++;
+	return n;
 }
 
 /*
- * Adds the FUNC (and IFUNC) symbols of one symbol table section; global labels in code
- * sections too (hand-written assembly marks its entry points with no type). Returns how
- * many were added, or -errno.
+ * Which of two symbols at one address names it, as perf's choose_best_symbol()
+ * (tools/perf/util/symbol.c) decides, so that both tools print the same name: a sized
+ * symbol over an unsized one, non-weak over weak, global over local, fewer leading
+ * underscores, the longer name; on a tie the one the symbol table lists first (perf
+ * keeps the first of its rb-tree, where equal addresses stay in insertion order). perf
+ * compares the names it prints, demangled (Rust's "<usize as Display>::fmt" over the
+ * folded "<u64 as Display>::fmt", whose v0 names are as long). Negative when `a` is the
+ * better name.
+ */
+static int alias_cmp(const struct raw_sym *a, const struct raw_sym *b, const char *names)
+{
+	const char *na = names + a->name_off, *nb = names + b->name_off;
+	char *da = NULL, *db = NULL;
+	unsigned ua, ub;
+	size_t la, lb;
+	int r;
+
+	if (!a->size != !b->size)
+		return a->size ? -1 : 1;
+	if ((a->bind == STB_WEAK) != (b->bind == STB_WEAK))
+		return a->bind == STB_WEAK ? 1 : -1;
+	if ((a->bind == STB_GLOBAL) != (b->bind == STB_GLOBAL))
+		return a->bind == STB_GLOBAL ? -1 : 1;
+	da = symtab__demangle(na);
+	db = symtab__demangle(nb);
+	ua = leading_underscores(da ? da : na);
+	ub = leading_underscores(db ? db : nb);
+	la = strlen(da ? da : na);
+	lb = strlen(db ? db : nb);
+	free(da);
+	free(db);
+	if (ua != ub)
+		r = ua < ub ? -1 : 1;
+	else if (la != lb)
+		r = la > lb ? -1 : 1;
+	else
+		r = a->seq < b->seq ? -1 : a->seq > b->seq;
+	return r;
+}
+
+/*
+ * Adds the symbols perf takes for functions from one symbol table section: FUNC and
+ * IFUNC, and labels (NOTYPE, of any binding: hand-written assembly marks its entry
+ * points with no type) in a code section whose name says text. Returns how many were
+ * added, or -errno.
  */
 static int collect_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct symtab *st,
 			   struct collect *c)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
-	size_t nsyms, i, shnum;
+	size_t nsyms, i, shnum, shstrndx;
 	int added = 0, err;
 
 	if (!data || !sh->sh_entsize)
 		return 0;
-	if (elf_getshdrnum(elf, &shnum))
+	if (elf_getshdrnum(elf, &shnum) || elf_getshdrstrndx(elf, &shstrndx))
 		return 0;
 	nsyms = sh->sh_size / sh->sh_entsize;
 	for (i = 1; i < nsyms; i++) {
 		GElf_Shdr tsh;
 		Elf_Scn *tscn;
 		GElf_Sym s;
-		const char *name;
+		const char *name, *secname;
 		int type;
 
 		if (!gelf_getsym(data, (int)i, &s))
@@ -171,15 +227,18 @@ static int collect_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, struct s
 		tscn = elf_getscn(elf, s.st_shndx);
 		if (!tscn || !gelf_getshdr(tscn, &tsh) || !(tsh.sh_flags & SHF_EXECINSTR))
 			continue;
-		if (type != STT_FUNC && type != STT_GNU_IFUNC &&
-		    !(type == STT_NOTYPE && GELF_ST_BIND(s.st_info) == STB_GLOBAL))
+		if (type == STT_NOTYPE) {
+			secname = elf_strptr(elf, shstrndx, tsh.sh_name);
+			if (!secname || !strstr(secname, "text"))
+				continue;
+		} else if (type != STT_FUNC && type != STT_GNU_IFUNC) {
 			continue;
+		}
 		name = elf_strptr(elf, sh->sh_link, s.st_name);
 		if (!name || !*name)
 			continue;
 		err = collect_add(st, c, name, NULL, s.st_value, s.st_size,
-				  tsh.sh_addr + tsh.sh_size, sym_rank(&s, name),
-				  GELF_ST_BIND(s.st_info) == STB_GLOBAL);
+				  tsh.sh_addr + tsh.sh_size, GELF_ST_BIND(s.st_info));
 		if (err)
 			return err;
 		added++;
@@ -311,7 +370,7 @@ static const char *collected_name(const struct symtab *st, const struct collect 
 
 	/* "strlen" (the global ifunc) rather than its local "strlen_ifunc" alias */
 	for (i = 0; i < c->nr; i++)
-		if (c->v[i].addr == addr && (!best || c->v[i].rank < best->rank))
+		if (c->v[i].addr == addr && (!best || alias_cmp(&c->v[i], best, st->names) < 0))
 			best = &c->v[i];
 	if (!best)
 		return NULL;
@@ -378,8 +437,9 @@ static int collect_plt(Elf *elf, struct symtab *st, struct collect *c)
 				name = collected_name(st, c, g->resolver, buf, sizeof(buf));
 			if (!name)
 				continue;
+			/* sized and global, as perf synthesizes its PLT symbols */
 			err = collect_add(st, c, name, "@plt", sh.sh_addr + off, ent,
-					  sh.sh_addr + sh.sh_size, 0, false);
+					  sh.sh_addr + sh.sh_size, STB_GLOBAL);
 			if (err)
 				goto out;
 		}
@@ -462,15 +522,14 @@ static int read_segments(Elf *elf, struct sym_segment **out, uint32_t *nr)
 	return 0;
 }
 
-static int cmp_entry(const void *a, const void *b)
+/* By address, the best alias of each address first. */
+static int cmp_raw(const void *a, const void *b, void *ctx)
 {
-	const struct symtab_entry *x = a, *y = b;
+	const struct raw_sym *x = a, *y = b;
 
-	if (x->sym.addr != y->sym.addr)
-		return x->sym.addr < y->sym.addr ? -1 : 1;
-	if (x->rank != y->rank)
-		return x->rank < y->rank ? -1 : 1;
-	return strcmp(x->sym.name, y->sym.name);
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return alias_cmp(x, y, ctx);
 }
 
 static int cmp_by_name(const void *a, const void *b, void *ctx)
@@ -495,25 +554,20 @@ static int finish_table(struct symtab *st, struct collect *c)
 	st->entries = calloc(c->nr ? c->nr : 1, sizeof(*st->entries));
 	if (!st->entries)
 		return -ENOMEM;
+	qsort_r(c->v, c->nr, sizeof(*c->v), cmp_raw, st->names);
 	for (i = 0; i < c->nr; i++) {
-		struct symtab_entry *e = &st->entries[i];
 		const struct raw_sym *r = &c->v[i];
+		struct symtab_entry *e = &st->entries[n];
 
+		if (n && r->addr == st->entries[n - 1].sym.addr &&
+		    !strcmp(st->names + r->name_off, st->entries[n - 1].sym.name))
+			continue;
 		e->sym.name = st->names + r->name_off;
 		e->sym.addr = r->addr;
 		e->sym.size = r->size;
 		e->end = r->size ? r->addr + r->size : r->sec_end;
-		e->rank = r->rank;
-		e->global = r->global;
-	}
-	qsort(st->entries, c->nr, sizeof(*st->entries), cmp_entry);
-	for (i = 0; i < c->nr; i++) {
-		struct symtab_entry *e = &st->entries[i];
-
-		if (n && e->sym.addr == st->entries[n - 1].sym.addr &&
-		    !strcmp(e->sym.name, st->entries[n - 1].sym.name))
-			continue;
-		st->entries[n++] = *e;
+		e->global = r->bind == STB_GLOBAL;
+		n++;
 	}
 	st->nr = n;
 	/* An unsized symbol runs to the next symbol at a higher address. */
@@ -692,6 +746,50 @@ int symtab__read_build_id(const char *path, uint8_t *id, uint32_t cap, uint32_t 
 	return *size ? 0 : -ENOENT;
 }
 
+int symtab__read_debuglink(const char *path, char *name, size_t size)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	Elf *elf;
+	int fd, err;
+
+	if (!path || !name || !size)
+		return -EINVAL;
+	err = elf_open(path, &fd, &elf);
+	if (err)
+		return err;
+	err = -ENOENT;
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		goto out;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *secname;
+		Elf_Data *data;
+		GElf_Shdr sh;
+		size_t len;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
+			continue;
+		secname = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!secname || strcmp(secname, ".gnu_debuglink"))
+			continue;
+		/* a NUL-terminated file name, padded, then a CRC32 */
+		data = elf_getdata(scn, NULL);
+		if (!data || !data->d_buf || !data->d_size)
+			break;
+		len = strnlen(data->d_buf, data->d_size);
+		if (!len || len == data->d_size || len >= size || strchr(data->d_buf, '/')) {
+			err = -EINVAL;
+			break;
+		}
+		memcpy(name, data->d_buf, len + 1);
+		err = 0;
+		break;
+	}
+out:
+	elf_close(fd, elf);
+	return err;
+}
+
 int symtab__image_build_id(const void *image, size_t size, uint8_t id[20], uint8_t *len)
 {
 	const void *desc;
@@ -757,6 +855,72 @@ const struct sym *symtab__find_name(const struct symtab *st, const char *name)
 	return NULL;
 }
 
+/* Name without parameters, return type or hash ("ns::f", "m::total"), malloc'd or NULL. */
+static char *demangle_base(const char *name)
+{
+	if (name[0] != '_' || (name[1] != 'Z' && name[1] != 'R') || strchr(name, '@'))
+		return NULL;
+	return cplus_demangle(name, DMGL_NO_OPTS);
+}
+
+/* Adds s to out[] unless a function at its address is there; returns the new count. */
+static int add_match(const struct sym **out, int n, int max, int *found, const struct sym *s)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (out[i]->addr == s->addr)
+			return n;
+	(*found)++;
+	if (n < max)
+		out[n++] = s;
+	return n;
+}
+
+int symtab__lookup(const struct symtab *st, const char *name, const struct sym **out, int max)
+{
+	/* match levels, best first: full demangled name, without parameters, prefix */
+	enum { FULL, BASE, PREFIX, NR_LEVELS };
+	const struct sym *level[NR_LEVELS][SYMTAB_LOOKUP_MAX];
+	int n[NR_LEVELS] = { 0 }, found[NR_LEVELS] = { 0 };
+	size_t len;
+	uint32_t i;
+	int l;
+
+	if (!st || !name || !*name || !out || max <= 0)
+		return -EINVAL;
+	if (max > SYMTAB_LOOKUP_MAX)
+		max = SYMTAB_LOOKUP_MAX;
+	out[0] = symtab__find_name(st, name);
+	if (out[0])
+		return 1;
+	len = strlen(name);
+	for (i = 0; i < st->nr; i++) {
+		const struct sym *s = &st->entries[i].sym;
+		char *full, *base;
+
+		full = symtab__demangle(s->name);
+		if (!full)
+			continue;
+		base = demangle_base(s->name);
+		if (!strcmp(full, name))
+			n[FULL] = add_match(level[FULL], n[FULL], max, &found[FULL], s);
+		else if (base && !strcmp(base, name))
+			n[BASE] = add_match(level[BASE], n[BASE], max, &found[BASE], s);
+		else if (!strncmp(base ? base : full, name, len) || !strncmp(full, name, len))
+			n[PREFIX] = add_match(level[PREFIX], n[PREFIX], max, &found[PREFIX], s);
+		free(full);
+		free(base);
+	}
+	for (l = 0; l < NR_LEVELS; l++) {
+		if (!found[l])
+			continue;
+		memcpy(out, level[l], n[l] * sizeof(*out));
+		return found[l];
+	}
+	return 0;
+}
+
 /* Index of the first entry that starts above addr (nr if none). */
 static uint32_t first_above(const struct symtab *st, uint64_t addr)
 {
@@ -784,7 +948,7 @@ const struct sym *symtab__find_addr(const struct symtab *st, uint64_t addr)
 	if (!lo)
 		return NULL;
 	/*
-	 * ...then back to the start of the alias group below it (best rank first), and a
+	 * ...then back to the start of the alias group below it (best alias first), and a
 	 * few groups further for a sized function with a label inside it.
 	 */
 	for (i = lo, steps = 0; i-- > 0 && steps < 16; steps++) {
@@ -879,20 +1043,27 @@ int symtab__suggest(const struct symtab *st, const char *name, const char **out,
 		max = 32;
 	nlen = strlen(name);
 	for (i = 0; i < st->nr; i++) {
-		const char *cand = st->entries[st->by_name[i]].sym.name;
+		const char *cand = st->entries[st->by_name[i]].sym.name, *shown;
 		unsigned limit = nlen < 6 ? 2 : (unsigned)nlen / 3, score;
+		char *base;
 		int k, pos;
 
 		/* names are sorted: skip the repeats of one name */
 		if (i && !strcmp(cand, st->entries[st->by_name[i - 1]].sym.name))
 			continue;
-		score = edit_distance(name, cand, limit);
+		/* a C++ or Rust name is compared as users write it: "ns::f", "m::total" */
+		base = demangle_base(cand);
+		shown = base ? base : cand;
+		score = edit_distance(name, shown, limit);
 		if (score > limit) {
 			/* "slow" for "slow_path", "path" for "slow_path@plt" */
-			if (nlen < 3 || !strcasestr(cand, name))
+			if (nlen < 3 || !strcasestr(shown, name)) {
+				free(base);
 				continue;
-			score = limit + 1 + (unsigned)(strlen(cand) - nlen);
+			}
+			score = limit + 1 + (unsigned)(strlen(shown) - nlen);
 		}
+		free(base);
 		/* insertion into the best `max`, kept sorted by score */
 		for (pos = n; pos > 0 && scores[pos - 1] > score; pos--)
 			;
@@ -963,28 +1134,45 @@ const struct sym_segment *symtab__segment(const struct symtab *st, uint32_t i)
 	return st && i < st->nr_segs ? &st->segs[i] : NULL;
 }
 
-int symtab__load_bias(const struct symtab *st, uint64_t map_start, uint64_t pgoff, uint64_t *bias)
+int symtab__segments_bias(const struct sym_segment *segs, uint32_t nr, uint64_t map_start,
+			  uint64_t map_len, uint64_t pgoff, bool exec, uint64_t *bias)
 {
+	const struct sym_segment *best = NULL;
+	uint64_t map_end = pgoff + (map_len ? map_len : 1);
 	uint32_t i;
 
-	if (!st || !bias)
+	if (!segs || !bias)
 		return -EINVAL;
 	/*
-	 * The mapping of file offset `pgoff` at `map_start`: find the PT_LOAD holding that
-	 * offset; its p_vaddr (page-aligned down like the kernel maps it) lands at map_start.
+	 * The mapping holds file bytes [pgoff, pgoff + map_len); the PT_LOAD it maps is the
+	 * one whose file bytes [p_offset, p_offset + p_filesz) it overlaps. Several segments
+	 * can share a file page (lld and mold pack the read-only and the code segment into
+	 * one page at different p_vaddr - p_offset); the kernel and ld.so map each with its
+	 * own protection, so the one whose PF_X matches the mapping's is the one mapped.
 	 */
-	for (i = 0; i < st->nr_segs; i++) {
-		const struct sym_segment *s = &st->segs[i];
-		uint64_t seg_off = s->offset & ~0xfffull;
+	for (i = 0; i < nr; i++) {
+		const struct sym_segment *s = &segs[i];
+		uint64_t end = s->offset + (s->filesz ? s->filesz : 1);
 
-		if (pgoff >= seg_off && pgoff < s->offset + (s->filesz ? s->filesz : 1)) {
-			uint64_t vaddr = (s->vaddr & ~0xfffull) + (pgoff - seg_off);
-
-			*bias = map_start - vaddr;
-			return 0;
-		}
+		if (s->offset >= map_end || end <= pgoff)
+			continue;
+		if (!best || (!!(s->flags & PF_X) == exec && !!(best->flags & PF_X) != exec))
+			best = s;
 	}
-	return -ENOENT;
+	if (!best)
+		return -ENOENT;
+	/* file offset o is at map_start + (o - pgoff) and links at p_vaddr + (o - p_offset) */
+	*bias = map_start - pgoff + best->offset - best->vaddr;
+	return 0;
+}
+
+int symtab__load_bias(const struct symtab *st, uint64_t map_start, uint64_t map_len,
+		      uint64_t pgoff, bool exec, uint64_t *bias)
+{
+	if (!st || !bias)
+		return -EINVAL;
+	return symtab__segments_bias(st->segs, st->nr_segs, map_start, map_len, pgoff, exec,
+				     bias);
 }
 
 const char *symtab__path(const struct symtab *st)

@@ -26,6 +26,25 @@ struct sym {
 int symtab__load(const char *path, struct symtab **out);
 void symtab__free(struct symtab *st);
 
+/*
+ * The demangled form of a C++ or Rust (legacy and v0) name, as ptbpf prints it (libiberty,
+ * with parameters), a "@plt" or "@@VERSION" suffix kept; malloc'd. NULL when the name is
+ * not mangled (or not demangled).
+ */
+char *symtab__demangle(const char *name);
+
+/*
+ * The functions a user's name designates (a trigger's SYM): the symbol of exactly that
+ * name; else, among C++ and Rust symbols, those whose demangled name is `name` in full
+ * ("ns::f(int)"), else without parameters ("ns::f", Rust "m::total" without its hash),
+ * else those it is a prefix of ("ns::Handler::ru", "m::sum" of "m::sum::<T>"). Aliases
+ * of one address count once. Returns how many functions match at the best of those
+ * levels (up to `max`, at most SYMTAB_LOOKUP_MAX, stored in out[]): 1 is the answer,
+ * more an ambiguity to list. -EINVAL on bad arguments.
+ */
+#define SYMTAB_LOOKUP_MAX 16
+int symtab__lookup(const struct symtab *st, const char *name, const struct sym **out, int max);
+
 /* Exact name match (the first of equal names, preferring global binding). */
 const struct sym *symtab__find_name(const struct symtab *st, const char *name);
 /* The function containing `addr` (link-time address), or NULL. */
@@ -35,7 +54,11 @@ const struct sym *symtab__find_addr(const struct symtab *st, uint64_t addr);
  * one); or 1 and the gap between functions that holds it. -EINVAL on bad arguments.
  */
 int symtab__find_range(const struct symtab *st, uint64_t addr, uint64_t *start, uint64_t *end);
-/* Up to `max` names close to `name` (for "did you mean"); returns how many. */
+/*
+ * Up to `max` names close to `name` (for "did you mean"), C++ and Rust ones compared
+ * demangled; out[] holds the symbols' own names (symtab__demangle() them to show them).
+ * Returns how many.
+ */
 int symtab__suggest(const struct symtab *st, const char *name, const char **out, int max);
 /* File offset of a link-time address, through the PT_LOAD that maps it (uprobe offsets). */
 int symtab__addr_to_offset(const struct symtab *st, uint64_t addr, uint64_t *offset);
@@ -58,12 +81,17 @@ struct sym_segment {
 uint32_t symtab__nr_segments(const struct symtab *st);
 const struct sym_segment *symtab__segment(const struct symtab *st, uint32_t i);
 /*
- * Load bias of a mapping (MMAP2: file offset `pgoff` mapped at `map_start`): run-time
- * address = link-time address + bias. 0 for non-PIE executables mapped where linked.
- * Returns 0, or -ENOENT when no PT_LOAD holds `pgoff`.
+ * Load bias of a mapping (MMAP2: `map_len` bytes of file offset `pgoff` mapped at
+ * `map_start`, executable or not): run-time address = link-time address + bias, through
+ * the PT_LOAD segment the mapping maps (p_vaddr <-> p_offset of that segment: lld's and
+ * mold's code segments have p_vaddr != p_offset). 0 for non-PIE executables linked as
+ * mapped. Returns 0, or -ENOENT when no PT_LOAD holds the mapped bytes.
  */
-int symtab__load_bias(const struct symtab *st, uint64_t map_start, uint64_t pgoff,
-		      uint64_t *bias);
+int symtab__load_bias(const struct symtab *st, uint64_t map_start, uint64_t map_len,
+		      uint64_t pgoff, bool exec, uint64_t *bias);
+/* The same, over program headers read with symtab__read_segments(). */
+int symtab__segments_bias(const struct sym_segment *segs, uint32_t nr, uint64_t map_start,
+			  uint64_t map_len, uint64_t pgoff, bool exec, uint64_t *bias);
 
 /*
  * Without loading symbols: the PT_LOAD segments of an ELF file (caller frees *segs) and
@@ -71,6 +99,11 @@ int symtab__load_bias(const struct symtab *st, uint64_t map_start, uint64_t pgof
  */
 int symtab__read_segments(const char *path, struct sym_segment **segs, uint32_t *nr, bool *pie);
 int symtab__read_build_id(const char *path, uint8_t *id, uint32_t cap, uint32_t *size);
+/*
+ * The file name a .gnu_debuglink section gives for the separate debug file (no
+ * directory). Returns 0, -ENOENT if there is none, -EINVAL if it is malformed.
+ */
+int symtab__read_debuglink(const char *path, char *name, size_t size);
 /*
  * The GNU build-id of an ELF image in memory (the vDSO), as perf.data holds one: at most 20
  * bytes (a longer one is cut), the rest of id[] zeroed, its length in *len. Returns 0,

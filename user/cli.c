@@ -43,6 +43,9 @@ static const char capture_doc[] =
 	"      snapshot where ./bin calls PTBPF_TRIGGER() (include/ptbpf.h)\n"
 	"  ptbpf --uprobe ./bin:handle --latency-over 200us -p 1234\n"
 	"      snapshot at the return of a handle() call slower than 200us\n"
+	"  ptbpf --uprobe './srv:ns::Handler::run' -- ./srv\n"
+	"      a C++ or Rust function by its demangled name (or a unique prefix of it);\n"
+	"      BIN:SYM splits at the first single ':' after a file that exists\n"
 	"  ptbpf --latency-over 2ms -p 1234\n"
 	"      snapshot when a thread of 1234 waited more than 2ms to run\n"
 	"  ptbpf --syscall-latency-over 5ms --syscall read -p 1234\n"
@@ -94,7 +97,9 @@ static const struct argp_option capture_options[] = {
 	{ "uprobe", OPT_UPROBE, "[BIN:]SYM[+OFF]", 0,
 	  "Fire when the function is entered (also BIN:0xADDR), by any thread of the target; "
 	  "without BIN: a function of the traced program; '?PATTERN': list the program's "
-	  "functions matching PATTERN, ranked, and exit" },
+	  "functions matching PATTERN, ranked, and exit. SYM: as in the symbol table, or a "
+	  "C++/Rust name demangled (ns::f, ns::f(int)) or a unique prefix of one; BIN:SYM "
+	  "splits at the first single ':' after a file that exists" },
 	{ "usdt", OPT_USDT, "[BIN:]PROVIDER:NAME", 0,
 	  "Fire when the program passes its USDT probe (<sys/sdt.h>, PTBPF_TRIGGER() of "
 	  "include/ptbpf.h); without BIN: the traced program's" },

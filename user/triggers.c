@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* The trigger plane's loader side: resolve, configure, load, attach, read. */
+#include <ctype.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -183,24 +184,52 @@ static int addr_to_file_offset(const char *path, uint64_t addr, uint64_t *offset
 static void no_symbol(const char *arg, struct trig *tr)
 {
 	const char *close[4];
-	int n;
+	char list[1024];
+	size_t len = 0;
+	int n, i;
 
 	n = symtab__suggest(tr->st, tr->func, close, 4);
 	if (!n) {
 		elog("--uprobe %s: no function '%s' in %s\n", arg, tr->func, tr->bin);
 		return;
 	}
-	elog("--uprobe %s: no function '%s' in %s (did you mean %s%s%s%s%s%s%s?)\n", arg,
-	     tr->func, tr->bin, close[0], n > 1 ? ", " : "", n > 1 ? close[1] : "",
-	     n > 2 ? ", " : "", n > 2 ? close[2] : "", n > 3 ? ", " : "", n > 3 ? close[3] : "");
+	list[0] = '\0';
+	for (i = 0; i < n && len < sizeof(list); i++) {
+		char *dm = symtab__demangle(close[i]);
+
+		len += snprintf(list + len, sizeof(list) - len, "%s%s", i ? ", " : "",
+				dm ? dm : close[i]);
+		free(dm);
+	}
+	elog("--uprobe %s: no function '%s' in %s (did you mean %s?)\n", arg, tr->func, tr->bin,
+	     list);
+}
+
+/* A name that designates several functions: list them, demangled, so one can be chosen. */
+static void ambiguous(const char *arg, const struct trig *tr, const struct sym **matches, int n)
+{
+	char list[1024];
+	size_t len = 0;
+	int i, shown = n < SYMTAB_LOOKUP_MAX ? n : SYMTAB_LOOKUP_MAX;
+
+	list[0] = '\0';
+	for (i = 0; i < shown && len < sizeof(list); i++) {
+		char *dm = symtab__demangle(matches[i]->name);
+
+		len += snprintf(list + len, sizeof(list) - len, "%s'%s'", i ? ", " : "",
+				dm ? dm : matches[i]->name);
+		free(dm);
+	}
+	elog("--uprobe %s: '%s' names %d functions in %s (did you mean %s%s?)\n", arg, tr->func,
+	     n, tr->bin, list, n > shown ? ", ..." : "");
 }
 
 /* SYM[+OFF] or 0xADDR inside tr->bin → link-time address and file offset. */
 static int resolve_location(const char *arg, const char *loc, struct trig *tr)
 {
-	const struct sym *sym;
+	const struct sym *sym, *matches[SYMTAB_LOOKUP_MAX];
 	char *plus, *end;
-	int err;
+	int err, n;
 
 	err = symtab__load(tr->bin, &tr->st);
 	if (err == -ENOEXEC) {
@@ -227,7 +256,10 @@ static int resolve_location(const char *arg, const char *loc, struct trig *tr)
 		}
 		return 0;
 	}
-	plus = strchr(loc, '+');
+	/* +OFF: the last '+' before a letter or digit; C++ names hold '+' ("operator+=") */
+	plus = strrchr(loc, '+');
+	if (plus && (plus == loc || !isalnum((unsigned char)plus[1])))
+		plus = NULL;
 	tr->func = plus ? strndup(loc, plus - loc) : strdup(loc);
 	if (!tr->func)
 		return -ENOMEM;
@@ -244,11 +276,16 @@ static int resolve_location(const char *arg, const char *loc, struct trig *tr)
 		     "build with symbols\n", arg, tr->bin);
 		return -ENODATA;
 	}
-	sym = symtab__find_name(tr->st, tr->func);
-	if (!sym) {
+	n = symtab__lookup(tr->st, tr->func, matches, SYMTAB_LOOKUP_MAX);
+	if (n <= 0) {
 		no_symbol(arg, tr);
 		return -ENOENT;
 	}
+	if (n > 1) {
+		ambiguous(arg, tr, matches, n);
+		return -ENOENT;
+	}
+	sym = matches[0];
 	if (sym->size && tr->off >= sym->size) {
 		elog("--uprobe %s: offset 0x%llx is past the end of %s (%llu bytes)\n", arg,
 		     (unsigned long long)tr->off, tr->func, (unsigned long long)sym->size);
@@ -263,29 +300,57 @@ static int resolve_location(const char *arg, const char *loc, struct trig *tr)
 	return 0;
 }
 
-/* "BIN:SYM[+OFF]" or "BIN:0xADDR". */
+/*
+ * "BIN:SYM[+OFF]" or "BIN:0xADDR". SYM may be qualified ("ns::Handler::run", Rust
+ * "m::total") and BIN may hold colons: the spec splits at the first single colon (not
+ * part of a "::") whose left side is a file that exists (a path, or a name found on
+ * $PATH or in the library directories).
+ */
 static int parse_uprobe(const char *arg, struct trig *tr)
 {
-	char *copy, *colon;
-	int err;
+	char *copy, *colon, *first = NULL;
+	int err = -EINVAL, first_err = 0;
 
 	copy = strdup(arg);
 	if (!copy)
 		return -ENOMEM;
-	colon = strrchr(copy, ':');
-	if (!colon || colon == copy || !colon[1]) {
-		elog("invalid --uprobe '%s': expected BIN:SYM[+OFF] or BIN:0xADDR\n", arg);
-		err = -EINVAL;
-		goto cleanup;
+	for (colon = strchr(copy, ':'); colon; colon = strchr(colon + 1, ':')) {
+		struct stat sb;
+
+		if (colon[1] == ':') {
+			colon++;	/* "::" belongs to a qualified name */
+			continue;
+		}
+		if (colon == copy || !colon[1])
+			continue;
+		*colon = '\0';
+		err = resolve_binary(copy, &tr->bin);
+		if (!err && (stat(tr->bin, &sb) || !S_ISREG(sb.st_mode)))
+			err = -EISDIR;
+		if (!err)
+			break;
+		free(tr->bin);
+		tr->bin = NULL;
+		if (!first) {
+			first = strdup(copy);
+			first_err = err;
+		}
+		*colon = ':';
 	}
-	*colon = '\0';
-	err = resolve_binary(copy, &tr->bin);
-	if (err) {
-		elog("--uprobe %s: cannot open '%s': %s\n", arg, copy, strerror(-err));
+	if (!colon) {
+		if (first)
+			elog("--uprobe %s: cannot open '%s': %s\n", arg, first,
+			     first_err == -EISDIR ? "not a regular file" : strerror(-first_err));
+		else
+			elog("invalid --uprobe '%s': expected BIN:SYM[+OFF] or BIN:0xADDR\n", arg);
+		err = first ? first_err : -EINVAL;
+		if (err == -EISDIR)
+			err = -EINVAL;
 		goto cleanup;
 	}
 	err = resolve_location(arg, colon + 1, tr);
 cleanup:
+	free(first);
 	free(copy);
 	return err;
 }
@@ -1192,6 +1257,7 @@ int triggers__symbolize(const struct triggers *t, const struct trigger_rec *rec,
 {
 	const struct trig *tr;
 	const struct sym *sym;
+	char *dm;
 	__u64 link;
 
 	if (!t || !rec || !buf || !size || rec->index >= (__u32)t->nr)
@@ -1205,10 +1271,13 @@ int triggers__symbolize(const struct triggers *t, const struct trigger_rec *rec,
 	sym = symtab__find_addr(tr->st, link);
 	if (!sym)
 		return -ENOENT;
+	dm = symtab__demangle(sym->name);
 	if (link == sym->addr)
-		snprintf(buf, size, "%s", sym->name);
+		snprintf(buf, size, "%s", dm ? dm : sym->name);
 	else
-		snprintf(buf, size, "%s+0x%llx", sym->name, (unsigned long long)(link - sym->addr));
+		snprintf(buf, size, "%s+0x%llx", dm ? dm : sym->name,
+			 (unsigned long long)(link - sym->addr));
+	free(dm);
 	return 0;
 }
 

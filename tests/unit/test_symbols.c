@@ -2,7 +2,7 @@
 /*
  * decoder/symbols.c: names for addresses of a process's mappings, on this test binary
  * mapped where it runs: plain and C++ names (demangled), PLT entries, the function
- * start used for jump detection, "binary+0xoff" for code without symbols, a stripped
+ * start used for jump detection, "binary+0xVADDR" for code without symbols, a stripped
  * copy whose names come from its separate debug file found by build-id, kallsyms.
  */
 #include <errno.h>
@@ -147,7 +147,7 @@ static void test_plt_name(void **state)
 	p = symtab__find_name(st, "free@plt");
 	assert_non_null(p);
 	assert_true(self_maps(start, end, pgoff, 4) > 0);
-	assert_int_equal(symtab__load_bias(st, start[0], pgoff[0], &bias), 0);
+	assert_int_equal(symtab__load_bias(st, start[0], end[0] - start[0], pgoff[0], true, &bias), 0);
 
 	assert_int_equal(ptd_images_init(&im, NULL, NULL, false), 0);
 	as = map_self(&im, exe);
@@ -169,7 +169,7 @@ static void test_unknown(void **state)
 	char path[128];
 	int as, fd;
 
-	/* a file with no symbols: "name+0xoff" with the file offset */
+	/* not an ELF file (no program headers to place it): "name+0xoff", the file offset */
 	snprintf(path, sizeof(path), "%s/blob.bin", tmpdir);
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	assert_true(fd >= 0);

@@ -3,6 +3,7 @@
  * decoder/symtab.c on real ELF files: this test binary itself (PIE, .symtab, lazy PLT),
  * libc (.dynsym only) and a stripped executable.
  */
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -26,6 +27,13 @@ __attribute__((noinline, used)) int symtab_probe_target(int x)
 /* Same address as symtab_probe_target: a strong and a weak alias. */
 int symtab_probe_alias(int x) __attribute__((alias("symtab_probe_target")));
 int symtab_probe_weak(int x) __attribute__((weak, alias("symtab_probe_target")));
+
+/* A local function and a weak alias with a longer name: non-weak wins first (perf). */
+__attribute__((noinline, used)) static int symtab_probe_local(int x)
+{
+	return x ^ 5;
+}
+int symtab_probe_local_weak_alias(int x) __attribute__((weak, alias("symtab_probe_local")));
 
 __attribute__((noinline, used)) int symtab_probe_other(int x)
 {
@@ -68,14 +76,14 @@ static uint64_t self_bias(void)
 	assert_non_null(f);
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long start, end, pgoff;
-		char path[256] = "";
+		char perms[8], path[256] = "";
 
-		if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %255s", &start, &end, &pgoff,
-			   path) < 3)
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %255s", &start, &end, perms, &pgoff,
+			   path) < 4)
 			continue;
-		if (strcmp(path, exe))
+		if (strcmp(path, exe) || perms[2] != 'x')
 			continue;
-		assert_int_equal(symtab__load_bias(self, start, pgoff, &bias), 0);
+		assert_int_equal(symtab__load_bias(self, start, end - start, pgoff, true, &bias), 0);
 		break;
 	}
 	fclose(f);
@@ -148,8 +156,8 @@ static void test_null_args(void **state)
 	assert_int_equal(symtab__nr_segments(NULL), 0);
 	assert_null(symtab__segment(NULL, 0));
 	assert_null(symtab__segment(self, symtab__nr_segments(self)));
-	assert_int_equal(symtab__load_bias(NULL, 0, 0, &v), -EINVAL);
-	assert_int_equal(symtab__load_bias(self, 0, 0, NULL), -EINVAL);
+	assert_int_equal(symtab__load_bias(NULL, 0, 0, 0, true, &v), -EINVAL);
+	assert_int_equal(symtab__load_bias(self, 0, 0, 0, true, NULL), -EINVAL);
 }
 
 static void test_find_name(void **state)
@@ -182,10 +190,18 @@ static void test_find_addr(void **state)
 		assert_non_null(s);
 		assert_int_equal(s->addr, a->addr);
 	}
-	/* of three aliases the global, non-weak name with fewest underscores wins; the
-	 * two strong ones tie, so the name order decides */
+	/*
+	 * Of three aliases, as perf's choose_best_symbol(): sized, non-weak, global, fewest
+	 * leading underscores, then the longer name ("symtab_probe_target" over
+	 * "symtab_probe_alias").
+	 */
 	s = symtab__find_addr(self, a->addr);
-	assert_string_equal(s->name, "symtab_probe_alias");
+	assert_string_equal(s->name, "symtab_probe_target");
+	/* a local symbol over a weak one, whatever their names */
+	a = symtab__find_name(self, "symtab_probe_local_weak_alias");
+	assert_non_null(a);
+	s = symtab__find_addr(self, a->addr);
+	assert_string_equal(s->name, "symtab_probe_local");
 	assert_non_null(symtab__find_name(self, "symtab_probe_weak"));
 	assert_null(symtab__find_addr(self, 0));
 	assert_null(symtab__find_addr(self, ~0ull));
@@ -287,7 +303,7 @@ static void test_offsets_and_facts(void **state)
 	assert_int_equal(symtab__addr_to_offset(self, a->addr, &off), 0);
 	assert_int_equal(off, a->addr - seg->vaddr + seg->offset);
 	assert_int_equal(symtab__addr_to_offset(self, ~0ull - 5, &off), -ENOENT);
-	assert_int_equal(symtab__load_bias(self, 0x400000, 1ull << 40, &off), -ENOENT);
+	assert_int_equal(symtab__load_bias(self, 0x400000, 0x1000, 1ull << 40, true, &off), -ENOENT);
 }
 
 static void test_dynsym_only(void **state)
@@ -382,6 +398,64 @@ static void test_image_build_id(void **state)
 	free(image);
 }
 
+/*
+ * lld's and mold's layout: the read-only segment and the code segment share the first
+ * file page at different p_vaddr - p_offset. The code mapping (pgoff 0, executable) is
+ * placed through the code segment, the read-only one through its own.
+ */
+static void test_segments_bias(void **state)
+{
+	static const struct sym_segment lld[] = {
+		{ .vaddr = 0, .memsz = 0x6ac, .offset = 0, .filesz = 0x6ac, .flags = PF_R },
+		{ .vaddr = 0x16b0, .memsz = 0x190, .offset = 0x6b0, .filesz = 0x190,
+		  .flags = PF_R | PF_X },
+		{ .vaddr = 0x2840, .memsz = 0x1e8, .offset = 0x840, .filesz = 0x1e8,
+		  .flags = PF_R | PF_W },
+	};
+	uint64_t base = 0x555555554000, bias;
+
+	/* r-xp at base + 0x1000, file offset 0: main at 0x17d0 runs at base + 0x17d0 */
+	assert_int_equal(symtab__segments_bias(lld, 3, base + 0x1000, 0x1000, 0, true, &bias), 0);
+	assert_int_equal(bias, base);
+	/* r--p at base, the same file page: the read-only segment */
+	assert_int_equal(symtab__segments_bias(lld, 3, base, 0x1000, 0, false, &bias), 0);
+	assert_int_equal(bias, base);
+	/* a copy of the code mapped elsewhere: its bias follows the mapping */
+	assert_int_equal(symtab__segments_bias(lld, 3, 0x7f0000001000, 0x1000, 0, true, &bias), 0);
+	assert_int_equal(bias + 0x17d0, 0x7f00000017d0);
+	/* nothing of the file there */
+	assert_int_equal(symtab__segments_bias(lld, 3, base, 0x1000, 0x10000, true, &bias),
+			 -ENOENT);
+	assert_int_equal(symtab__segments_bias(NULL, 0, base, 0x1000, 0, true, &bias), -EINVAL);
+}
+
+/* C++ and Rust names as ptbpf prints them; other names are not touched. */
+static void test_demangle(void **state)
+{
+	static const struct {
+		const char *mangled, *shown;
+	} cases[] = {
+		{ "_ZN6shapes4Area5totalEi", "shapes::Area::total(int)" },
+		{ "_ZNK6shapes3BoxIdE4areaEv", "shapes::Box<double>::area() const" },
+		{ "_ZN6shapes5scaleEd@plt", "shapes::scale(double)@plt" },
+		/* Rust legacy (the hash is dropped) and v0 */
+		{ "_ZN6corpus1m5total17hcb597566d351507bE", "corpus::m::total" },
+		{ "_RNvNtCskqp9ekApGI1_6corpus1m5total", "corpus::m::total" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *dm = symtab__demangle(cases[i].mangled);
+
+		assert_non_null(dm);
+		assert_string_equal(dm, cases[i].shown);
+		free(dm);
+	}
+	assert_null(symtab__demangle("main"));
+	assert_null(symtab__demangle("_Znot_mangled"));
+	assert_null(symtab__demangle(NULL));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -399,6 +473,8 @@ int main(void)
 		cmocka_unit_test(test_dynsym_only),
 		cmocka_unit_test(test_read_without_symbols),
 		cmocka_unit_test(test_image_build_id),
+		cmocka_unit_test(test_segments_bias),
+		cmocka_unit_test(test_demangle),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

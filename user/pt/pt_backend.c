@@ -148,6 +148,7 @@ static int build_filter(const struct capture_opts *opts, char **out)
 		struct symtab *st = NULL;
 		const struct sym *fn;
 		uint64_t off;
+		int nr_fn;
 
 		if (!sym) {
 			err = bin ? -EINVAL : -ENOMEM;
@@ -156,10 +157,15 @@ static int build_filter(const struct capture_opts *opts, char **out)
 		}
 		*sym++ = '\0';
 		err = symtab__load(bin, &st);
+		nr_fn = err ? 0 : symtab__lookup(st, sym, &fn, 1);
 		if (err) {
 			elog("--filter %s: cannot read symbols of %s: %s\n", opts->filters[i], bin,
 			     strerror(-err));
-		} else if (!(fn = symtab__find_name(st, sym))) {
+		} else if (nr_fn > 1) {
+			elog("--filter %s: '%s' names %d functions in %s: give the full name, "
+			     "with its parameters\n", opts->filters[i], sym, nr_fn, bin);
+			err = -EINVAL;
+		} else if (nr_fn != 1) {
 			const char *near[3];
 			int n = symtab__suggest(st, sym, near, 3);
 
