@@ -248,14 +248,15 @@ const char *ptd_image_strerror(int err);
 /*
  * The other bound on decode work: the blocks a stream decodes, all segments together,
  * stay within PTD_BLOCKS_BASE + PTD_BLOCKS_PER_BYTE * (trace bytes passed so far). Real
- * traces take 0.2 to 3.5 blocks per byte (hardware PT of dense code, singlestep
- * captures); a trace that repeats PSB, TIP.PGE into `jmp .` would take 4 M blocks per
- * 28 bytes (PTD_STILL_BLOCKS each time). Beyond the budget, the segment ends with
- * PTD_ERR_BUDGET and decoding resumes at the next PSB, on the credit of the bytes
- * passed: at ~20 M blocks/s, at most 0.2 s + 0.3 s per 100 KB of trace.
+ * traces take 0.2 to 3.5 blocks per byte on average (hardware PT of dense code,
+ * singlestep captures), and the credit of the bytes before a long run without packets
+ * carries over to it; a trace that repeats PSB, TIP.PGE into `jmp .` would take 4 M
+ * blocks per 28 bytes (PTD_STILL_BLOCKS each time). Beyond the budget, the segment ends
+ * with PTD_ERR_BUDGET and decoding resumes at the next PSB, on the credit of the bytes
+ * passed: at ~20 M blocks/s, at most 0.3 s per 100 KB of trace.
  */
 #define PTD_ERR_BUDGET (-0x1001)
-#define PTD_BLOCKS_BASE (1ull << 22)
+#define PTD_BLOCKS_BASE (1ull << 16)
 #define PTD_BLOCKS_PER_BYTE 64
 
 /* The message of a PTD_ERROR code: libipt's, or ptbpf's own. */

@@ -5,10 +5,11 @@
 # with 60), one after the other, niced, from the committed seeds (corpus/) plus what
 # earlier runs found ($FUZZ_OUT/corpus/, not committed), with the dictionary. Prints one
 # line per harness: executions, exec/s, coverage (cov: edges, ft: features), new
-# inputs, and crashes. A crash, leak, sanitizer report, timeout (-timeout: 10 s) or
-# out-of-memory leaves its input in $FUZZ_OUT/crashes/HARNESS/ and fails the run: once
-# understood and fixed, minimise it and add it to tests/fuzz/regressions/HARNESS/, which
-# `make test` replays through the ptbpf CLI (tests/integration/fuzz_regressions.sh).
+# inputs, and crashes. A crash, leak, sanitizer report, timeout (30 s: this build decodes
+# some 30x slower than -O2) or out-of-memory leaves its input in
+# $FUZZ_OUT/crashes/HARNESS/ and fails the run: once understood and fixed, minimise it and
+# add it to tests/fuzz/regressions/HARNESS/, which `make test` replays through the ptbpf
+# CLI (tests/integration/fuzz_regressions.sh).
 #
 # usage: run.sh SECONDS [PATTERN]    (FUZZ_OUT: the harnesses' directory, build/fuzz)
 set -u
@@ -35,7 +36,7 @@ for bin in "$FUZZ_OUT"/fuzz_*; do
 	[ -n "$pattern" ] && [[ $name != *$pattern* ]] && continue
 	work=$FUZZ_OUT/corpus/$name crashes=$FUZZ_OUT/crashes/$name log=$FUZZ_OUT/$name.log
 	mkdir -p "$work" "$crashes"
-	nice -n 10 "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=4096 \
+	nice -n 10 "$bin" -max_total_time="$secs" -timeout=30 -rss_limit_mb=4096 \
 		-max_len=65536 -dict="$here/ptbpf.dict" -artifact_prefix="$crashes/" \
 		-print_final_stats=1 "$work" "$(seeds_of "$name")" >"$log" 2>&1
 	rc=$?
