@@ -7,6 +7,8 @@
 # "ptbpf: ..." line, within 60 s, and never crashes, hangs or trips a sanitizer (make
 # test SANITIZE=1 gives their reports exit statuses 86 to 88). FILE.expect, when
 # present, holds the exit status FILE must give and a pattern its stderr must match.
+# FUZZ_REPLAY=DIR replays DIR/HARNESS/* instead (a fuzzer's corpus, build/fuzz/corpus),
+# and the slowest inputs are printed in seconds per 100 KB (the goal: under 1).
 set -u
 : "${PTBPF:?}"
 here=$(cd "$(dirname "$0")/../fuzz" && pwd)
@@ -30,8 +32,12 @@ RAW_CONFIGS=(
 run() {
 	local name=$1
 	shift
-	HOME=$DATA/sysroot timeout -k 5 60 "$PTBPF" decode "$@" >"$TMP/out" 2>"$TMP/err"
+	local TIMEFORMAT='%3U %3S'
+	# CPU time, user + system: on a shared machine, wall time measures the neighbours
+	{ time HOME=$DATA/sysroot timeout -k 5 60 "$PTBPF" decode "$@" >"$TMP/out" \
+		2>"$TMP/err"; } 2>"$TMP/time"
 	rc=$?
+	echo "$(awk '{ print $1 + $2 }' "$TMP/time") $size $name" >>"$TMP/times"
 	case $rc in
 	0) ;;
 	1) grep -q '^ptbpf: ' "$TMP/err" || fail "$name: exit 1 without an error line" ;;
@@ -52,10 +58,11 @@ expect() {
 }
 
 n=0
-for f in "$here"/regressions/*/*; do
+for f in "${FUZZ_REPLAY:-$here/regressions}"/*/*; do
 	[ -f "$f" ] || continue
 	case $f in *.expect) continue ;; esac
 	harness=$(basename "$(dirname "$f")") name=$harness/$(basename "$f")
+	size=$(stat -c %s "$f")
 	case $harness in
 	perfdata_read)
 		run "$name" --info "$f"
@@ -95,5 +102,8 @@ for f in "$here"/regressions/*/*; do
 	expect "$f"
 	n=$((n + 1))
 done
-[ "$n" -gt 0 ] || fail "no regression input in $here/regressions"
-echo "$n regression inputs replayed through ptbpf decode: no crash, hang or sanitizer report"
+[ "$n" -gt 0 ] || fail "no input in ${FUZZ_REPLAY:-$here/regressions}"
+echo "$n inputs replayed through ptbpf decode: no crash, hang or sanitizer report; slowest:"
+# CPU seconds per 100 KB, inputs under 100 KB counted as 100 KB (start-up dominates them)
+awk '{ b = $2 > 102400 ? $2 : 102400; printf "%8.3f s/100KB %8.3f s %8d bytes  %s\n", $1 * 102400 / b, $1, $2, $3 }' \
+	"$TMP/times" | sort -rn | head -5
