@@ -19,9 +19,6 @@ FUZZ_LIB_OBJS := $(patsubst %.c,$(FUZZ_OUT)/obj/%.o,$(FUZZ_LIB_SRCS) tests/fuzz/
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(FUZZ_OUT)/%,$(filter-out %/fuzz_common.c,$(FUZZ_SRCS)))
 
-# included before the Makefile's `all`: the default goal stays whatever comes first there
-fuzz_default_goal := $(.DEFAULT_GOAL)
-
 .PHONY: fuzz
 fuzz: $(FUZZ_BINS)
 ifneq ($(FUZZ_SECONDS),)
@@ -35,8 +32,6 @@ $(FUZZ_OUT)/obj/%.o: %.c $(GENERATED_HDRS)
 
 $(FUZZ_OUT)/fuzz_%: $(FUZZ_OUT)/obj/tests/fuzz/fuzz_%.o $(FUZZ_LIB_OBJS)
 	$(call msg,FUZZ-LD,$@)
-	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $^ $(LDLIBS) -o $@
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $^ $(PTBPF_LDLIBS) -o $@
 
 -include $(wildcard $(FUZZ_OUT)/obj/*/*.d $(FUZZ_OUT)/obj/*/*/*.d)
-
-.DEFAULT_GOAL := $(fuzz_default_goal)
