@@ -9,6 +9,16 @@
 #   tests/bench/*.c          -> build/bench/*
 # Per-room extras live in */*.mk fragments next to the sources they build.
 
+# SANITIZE=1: ptbpf, its libraries and the tests with AddressSanitizer (leaks included)
+# and UndefinedBehaviorSanitizer, every report fatal, into build-asan/ so the normal
+# build stays as it is (`make test SANITIZE=1`). Traced programs stay uninstrumented.
+ifeq ($(SANITIZE),1)
+OUTPUT ?= build-asan
+SANITIZE_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all
+# Exit statuses no test expects (a decode error exits 1, as a plain ASan report would).
+SANITIZE_ENV := ASAN_OPTIONS=exitcode=86:detect_leaks=1 LSAN_OPTIONS=exitcode=87 \
+		UBSAN_OPTIONS=exitcode=88:print_stacktrace=1
+endif
 OUTPUT ?= build
 ABS_OUTPUT := $(abspath $(OUTPUT))
 
@@ -39,7 +49,7 @@ endif
 CFLAGS ?= -O2 -g
 PTBPF_CPPFLAGS = -Iinclude -I$(OUTPUT) -D_GNU_SOURCE -DPTBPF_VERSION='"$(VERSION)"'
 PTBPF_CFLAGS = -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
-	       -fno-omit-frame-pointer -MMD -MP $(if $(WERROR),-Werror)
+	       -fno-omit-frame-pointer -MMD -MP $(if $(WERROR),-Werror) $(SANITIZE_FLAGS)
 # Libraries through pkg-config where Debian ships a .pc (libipt and libiberty do not).
 # Recursive (=): evaluated only when linking, so a host without pkg-config still
 # reaches the dependency check of `make demo` / `make test`.
@@ -147,7 +157,7 @@ $(USER_LIB): $(USER_OBJS)
 
 $(PTBPF): $(OUTPUT)/user/main.o $(USER_LIB) $(DECODER_LIB)
 	$(call msg,BINARY,$@)
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $^ $(PTBPF_LDLIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $(SANITIZE_FLAGS) $(LDFLAGS) $^ $(PTBPF_LDLIBS) -o $@
 
 # Unit tests (cmocka) see the internals of every room.
 $(OUTPUT)/tests/unit/%.o: tests/unit/%.c $(GENERATED_HDRS) | $(SKELS)
@@ -158,7 +168,7 @@ $(OUTPUT)/tests/unit/%.o: tests/unit/%.c $(GENERATED_HDRS) | $(SKELS)
 $(OUTPUT)/tests/test_%: $(OUTPUT)/tests/unit/test_%.o $(UNIT_HELPER_OBJS) $(USER_LIB) $(DECODER_LIB)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $^ $(PTBPF_LDLIBS) $(LDLIBS_CMOCKA) -o $@
+	$(Q)$(CC) $(CFLAGS) $(SANITIZE_FLAGS) $(LDFLAGS) $^ $(PTBPF_LDLIBS) $(LDLIBS_CMOCKA) -o $@
 
 # Benchmarks.
 $(OUTPUT)/bench/%: tests/bench/%.c $(USER_LIB) $(DECODER_LIB) $(GENERATED_HDRS) | $(SKELS)
@@ -189,7 +199,7 @@ deps-test:
 
 test: deps-test
 	$(Q)$(MAKE) all
-	$(Q)PTBPF=$(ABS_OUTPUT)/ptbpf BUILD=$(ABS_OUTPUT) PYTHON=$(PYTHON) tests/run.sh
+	$(Q)$(SANITIZE_ENV) PTBPF=$(ABS_OUTPUT)/ptbpf BUILD=$(ABS_OUTPUT) PYTHON=$(PYTHON) tests/run.sh
 
 bench: all
 	$(Q)PTBPF=$(ABS_OUTPUT)/ptbpf BUILD=$(ABS_OUTPUT) PYTHON=$(PYTHON) tests/bench/run.sh

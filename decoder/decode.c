@@ -91,6 +91,8 @@ struct ptd_stream {
 	/* blocks decoded since the trace offset was last seen to move from still_off */
 	uint32_t still_blocks;
 	uint64_t still_off;
+	/* blocks allowed so far: PTD_BLOCKS_BASE + PTD_BLOCKS_PER_BYTE * offset reached */
+	uint64_t budget;
 };
 
 /* ---------------------------------------------------------------- time */
@@ -176,6 +178,9 @@ const char *ptd_errstr(int code)
 {
 	if (code == PTD_ERR_ENDLESS)
 		return "endless loop: no trace packet read for millions of blocks";
+	if (code == PTD_ERR_BUDGET)
+		return "decode budget exceeded: more blocks than the trace's size allows "
+		       "(PTD_BLOCKS_PER_BYTE), resync at the next PSB";
 	return pt_errstr(pt_errcode(code));
 }
 
@@ -746,7 +751,15 @@ static void stream_step(struct ptd_stream *s)
 	s->st.insns += block.ninsn;
 	s->time_stale = true;
 	if (block.ninsn) {
-		s->st.blocks++;
+		/* over budget as of the last look: has the trace moved on since? */
+		if (++s->st.blocks > s->budget) {
+			s->budget = PTD_BLOCKS_BASE + PTD_BLOCKS_PER_BYTE * trace_offset(s);
+			if (s->st.blocks > s->budget) {
+				emit_error(s, PTD_ERR_BUDGET, block.end_ip);
+				s->state = ST_SYNC;
+				return;
+			}
+		}
 		on_block(s, &block);
 		/* the offset, looked at every 4096 blocks: has any packet been read? */
 		if (!(++s->still_blocks & 0xfff)) {
@@ -798,6 +811,7 @@ int ptd_stream_new(const struct ptd_stream_opts *opts, struct ptd_stream **out)
 		return -ENOMEM;
 	s->o = *opts;
 	s->as = -1;
+	s->budget = PTD_BLOCKS_BASE;
 	cfg.size = sizeof(cfg);
 	cfg.begin = (uint8_t *)opts->buf;
 	cfg.end = (uint8_t *)opts->buf + opts->size;

@@ -70,6 +70,22 @@ int ptd_errno(int pte)
 	}
 }
 
+const char *ptd_image_strerror(int err)
+{
+	switch (err) {
+	case -ENOEXEC:
+		return "not an ELF file";
+	case -EBADMSG:
+		return "damaged ELF file: a segment's bytes lie past the end of the file, or "
+		       "its addresses wrap past 2^64";
+	case -EOVERFLOW:
+		return "the image does not fit below 2^64 at that address (use a lower BASE "
+		       "or VADDR)";
+	default:
+		return strerror(-err);
+	}
+}
+
 int ptd_images_init(struct ptd_images *im, const char *sysroot, const char *debug_dir,
 		    bool strict)
 {
@@ -164,7 +180,7 @@ int ptd_aspace_find(const struct ptd_images *im, uint32_t pid, uint64_t time)
 	for (i = 0; i < im->nr_as; i++) {
 		const struct ptd_aspace *as = &im->as[i];
 
-		if (as->pid != pid)
+		if (as->pid != pid || as->kernel)
 			continue;
 		if (oldest < 0 || as->start_time < im->as[oldest].start_time)
 			oldest = (int)i;
@@ -184,11 +200,18 @@ static int cmp_map(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* Insert a mapping, cutting away what it overlaps (as mmap(MAP_FIXED) replaces). */
+/*
+ * Insert a mapping, cutting away what it overlaps (as mmap(MAP_FIXED) replaces). The
+ * callers check their input; an empty or wrapped range here would split a neighbour into
+ * overlapping pieces and overrun `out`.
+ */
 static int as_insert(struct ptd_aspace *as, const struct ptd_map *m)
 {
 	uint32_t i, n = 0, nr = as->nr_maps;
 	struct ptd_map *out;
+
+	if (m->end <= m->start)
+		return -EINVAL;
 
 	/* one existing map may be split in two: room for nr + 2 */
 	out = malloc((nr + 2) * sizeof(*out));
@@ -453,7 +476,9 @@ int ptd_aspace_map_raw(struct ptd_images *im, int asi, const char *path, uint64_
 		to = (uint64_t)sb.st_size;
 	if (from >= to)
 		return -ERANGE;
-	m.end = vaddr + (to - from);
+	/* the bytes must fit below 2^64 (a wrapped map would split its neighbours badly) */
+	if (__builtin_add_overflow(vaddr, to - from, &m.end))
+		return -EOVERFLOW;
 	d = dso_get(im, path, NULL, 0);
 	if (d < 0)
 		return d;
@@ -481,6 +506,16 @@ int ptd_aspace_map_elf(struct ptd_images *im, int asi, const char *path, uint64_
 			if (segs[i].vaddr < minaddr)
 				minaddr = segs[i].vaddr;
 		offset = base - minaddr;
+	}
+	/* moved to BASE, every segment must still end below 2^64 (file-controlled values) */
+	for (i = 0; i < nr; i++) {
+		uint64_t start = segs[i].vaddr + offset, end;
+
+		if (__builtin_add_overflow(start, segs[i].filesz, &end) ||
+		    (base && start < base)) {
+			err = -EOVERFLOW;
+			goto out;
+		}
 	}
 	d = dso_get(im, path, NULL, 0);
 	if (d < 0) {
@@ -521,6 +556,7 @@ int ptd_images_add_kcore(struct ptd_images *im, const char *kcore)
 	as = ptd_aspace_new(im, UINT32_MAX, 0);
 	if (as < 0)
 		return as;
+	im->as[as].kernel = true;
 	err = ptd_aspace_map_elf(im, as, kcore, 0);
 	if (err)
 		return err;

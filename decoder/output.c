@@ -22,8 +22,9 @@
 
 /* pid -> address space its events are in now. */
 struct pid_as {
-	uint32_t pid;		/* key; UINT32_MAX: empty */
+	uint32_t pid;		/* key: any value, -1 included */
 	int32_t as;
+	bool used;		/* false: an empty slot */
 };
 
 /* A call the summary keeps track of (see note_slowest()). */
@@ -37,7 +38,8 @@ struct frame {
 
 /* Threads that got at least one control-flow event, with a shadow call stack. */
 struct seen_thread {
-	uint64_t key;		/* pid << 32 | tid, plus one; 0: empty */
+	uint64_t key;		/* pid << 32 | tid: any value, -1/-1 included */
+	bool used;		/* false: an empty slot */
 	struct frame *stack;	/* calls not yet returned, outermost first */
 	uint32_t depth;		/* frames in stack */
 	uint32_t lost;		/* calls deeper than SHADOW_MAX_DEPTH, not kept */
@@ -81,17 +83,15 @@ static int pid_set(struct ptd_output *o, uint32_t pid, int as)
 
 	if (o->pids_used * 2 >= o->pids_size) {
 		size_t size = o->pids_size ? o->pids_size * 2 : 64, i;
-		struct pid_as *v = malloc(size * sizeof(*v));
+		struct pid_as *v = calloc(size, sizeof(*v));
 
 		if (!v)
 			return -ENOMEM;
-		for (i = 0; i < size; i++)
-			v[i].pid = UINT32_MAX;
 		for (i = 0; i < o->pids_size; i++) {
-			if (o->pids[i].pid == UINT32_MAX)
+			if (!o->pids[i].used)
 				continue;
 			h = hash32(o->pids[i].pid, size);
-			while (v[h].pid != UINT32_MAX)
+			while (v[h].used)
 				h = (h + 1) & (size - 1);
 			v[h] = o->pids[i];
 		}
@@ -100,10 +100,11 @@ static int pid_set(struct ptd_output *o, uint32_t pid, int as)
 		o->pids_size = size;
 	}
 	h = hash32(pid, o->pids_size);
-	while (o->pids[h].pid != UINT32_MAX && o->pids[h].pid != pid)
+	while (o->pids[h].used && o->pids[h].pid != pid)
 		h = (h + 1) & (o->pids_size - 1);
-	if (o->pids[h].pid == UINT32_MAX)
+	if (!o->pids[h].used)
 		o->pids_used++;
+	o->pids[h].used = true;
 	o->pids[h].pid = pid;
 	o->pids[h].as = as;
 	return 0;
@@ -116,7 +117,7 @@ static int pid_get(const struct ptd_output *o, uint32_t pid)
 	if (!o->pids_size)
 		return -1;
 	h = hash32(pid, o->pids_size);
-	while (o->pids[h].pid != UINT32_MAX) {
+	while (o->pids[h].used) {
 		if (o->pids[h].pid == pid)
 			return o->pids[h].as;
 		h = (h + 1) & (o->pids_size - 1);
@@ -128,21 +129,25 @@ static size_t seen_slot(const struct seen_thread *v, size_t size, uint64_t key)
 {
 	size_t h = hash32((uint32_t)(key ^ (key >> 32)), size);
 
-	while (v[h].key && v[h].key != key)
+	while (v[h].used && v[h].key != key)
 		h = (h + 1) & (size - 1);
 	return h;
 }
 
 static bool seen_has(const struct ptd_output *o, uint32_t pid, uint32_t tid)
 {
-	uint64_t key = ((uint64_t)pid << 32 | tid) + 1;
+	uint64_t key = (uint64_t)pid << 32 | tid;
+	size_t h;
 
-	return o->seen_size && o->seen[seen_slot(o->seen, o->seen_size, key)].key == key;
+	if (!o->seen_size)
+		return false;
+	h = seen_slot(o->seen, o->seen_size, key);
+	return o->seen[h].used && o->seen[h].key == key;
 }
 
 static struct seen_thread *seen_add(struct ptd_output *o, uint32_t pid, uint32_t tid)
 {
-	uint64_t key = ((uint64_t)pid << 32 | tid) + 1;
+	uint64_t key = (uint64_t)pid << 32 | tid;
 	size_t h;
 
 	if (o->seen_used * 2 >= o->seen_size) {
@@ -152,14 +157,15 @@ static struct seen_thread *seen_add(struct ptd_output *o, uint32_t pid, uint32_t
 		if (!v)
 			return NULL;
 		for (i = 0; i < o->seen_size; i++)
-			if (o->seen[i].key)
+			if (o->seen[i].used)
 				v[seen_slot(v, size, o->seen[i].key)] = o->seen[i];
 		free(o->seen);
 		o->seen = v;
 		o->seen_size = size;
 	}
 	h = seen_slot(o->seen, o->seen_size, key);
-	if (!o->seen[h].key) {
+	if (!o->seen[h].used) {
+		o->seen[h].used = true;
 		o->seen[h].key = key;
 		o->seen_used++;
 	}

@@ -91,7 +91,8 @@ struct ptd_dso {
 
 /* One address space: a process between two execs, or the kernel. */
 struct ptd_aspace {
-	uint32_t pid;		/* owning process, UINT32_MAX for the kernel */
+	uint32_t pid;		/* owning process (any value a capture holds) */
+	bool kernel;		/* the kernel's (kcore copy): no process finds it by pid */
 	uint64_t start_time;	/* valid from this time on (exec / fork / first mmap) */
 	struct ptd_map *maps;	/* sorted by start, non-overlapping */
 	uint32_t nr_maps;
@@ -233,6 +234,8 @@ double ptd_seconds(void);
 
 /* libipt errors at the public boundary: -pte_* -> -errno. */
 int ptd_errno(int pte);
+/* Why an image could not be loaded, for -errno from ptd_aspace_map_*() and kcore. */
+const char *ptd_image_strerror(int err);
 
 /*
  * A decode error of ptbpf's own, next to libipt's -pte_* codes in a PTD_ERROR event: the
@@ -242,6 +245,20 @@ int ptd_errno(int pte);
  */
 #define PTD_ERR_ENDLESS (-0x1000)
 #define PTD_STILL_BLOCKS (1u << 22)
+
+/*
+ * The other bound on decode work: the blocks a stream decodes, all segments together,
+ * stay within PTD_BLOCKS_BASE + PTD_BLOCKS_PER_BYTE * (trace bytes passed so far). Real
+ * traces take 0.2 to 3.5 blocks per byte on average (hardware PT of dense code,
+ * singlestep captures), and the credit of the bytes before a long run without packets
+ * carries over to it; a trace that repeats PSB, TIP.PGE into `jmp .` would take 4 M
+ * blocks per 28 bytes (PTD_STILL_BLOCKS each time). Beyond the budget, the segment ends
+ * with PTD_ERR_BUDGET and decoding resumes at the next PSB, on the credit of the bytes
+ * passed: at ~20 M blocks/s, at most 0.3 s per 100 KB of trace.
+ */
+#define PTD_ERR_BUDGET (-0x1001)
+#define PTD_BLOCKS_BASE (1ull << 16)
+#define PTD_BLOCKS_PER_BYTE 64
 
 /* The message of a PTD_ERROR code: libipt's, or ptbpf's own. */
 const char *ptd_errstr(int code);

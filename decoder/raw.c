@@ -110,7 +110,7 @@ int ptdecode_raw(const struct raw_decode_opts *raw, const struct decode_opts *op
 			err = ptd_aspace_map_raw(&im, as, ri->path, ri->from, ri->to, ri->vaddr);
 		if (err) {
 			elog("cannot load %s %s: %s\n", ri->elf ? "ELF" : "raw image", ri->path,
-			     err == -ENOEXEC ? "not an ELF file" : strerror(-err));
+			     ptd_image_strerror(err));
 			goto cleanup;
 		}
 	}

@@ -177,12 +177,11 @@ static int add_sched(struct session *ss, uint32_t cpu, uint64_t time, uint32_t p
 	return 0;
 }
 
+/* Any pid and tid a record holds is a thread to know (-1 included: no sentinel here). */
 static int note_tid(struct session *ss, uint32_t pid, uint32_t tid)
 {
 	size_t i;
 
-	if (pid == UINT32_MAX || tid == UINT32_MAX)
-		return 0;
 	for (i = ss->nr_tids; i-- > 0;)
 		if (ss->tids[i].tid == tid) {
 			ss->tids[i].pid = pid;
@@ -274,7 +273,7 @@ static int on_mmap(struct session *ss, const struct pd_record *r)
 	bool exec;
 	int as;
 
-	if (kernel || r->mmap.pid == UINT32_MAX)
+	if (kernel)
 		return 0;	/* kernel code comes from the kcore copy */
 	if (r->type == PERF_RECORD_MMAP2)
 		exec = r->mmap.prot & 4 /* PROT_EXEC */;
@@ -483,7 +482,7 @@ static int add_kernel(struct session *ss)
 	err = ptd_images_add_kcore(&ss->im, path);
 	if (err)
 		elog("%s: cannot load the kernel's code: %s\n", path,
-		     err == -ENOEXEC ? "not an ELF file" : strerror(-err));
+		     ptd_image_strerror(err));
 	return err;
 }
 

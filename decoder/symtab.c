@@ -493,15 +493,26 @@ static uint32_t read_build_id(Elf *elf, uint8_t *id, uint32_t cap)
 	return size;
 }
 
-static int read_segments(Elf *elf, struct sym_segment **out, uint32_t *nr)
+/*
+ * The PT_LOAD segments, as the file describes them. A segment whose addresses (p_vaddr +
+ * p_memsz or p_filesz) or whose bytes (p_offset + p_filesz) wrap past 2^64 cannot be in
+ * any file or address space: the file is damaged or crafted, and refused (-EBADMSG)
+ * here, where it enters, rather than splitting address-space maps later. With
+ * `file_bytes`, the bytes must also lie within the file (a separate debug file keeps the
+ * program headers of segments it does not hold: no such check for symbols).
+ */
+static int read_segments(Elf *elf, bool file_bytes, struct sym_segment **out, uint32_t *nr)
 {
 	struct sym_segment *segs;
-	size_t phnum, i;
+	size_t phnum, i, file_size = 0;
+	uint64_t end;
 
 	*out = NULL;
 	*nr = 0;
 	if (elf_getphdrnum(elf, &phnum) || !phnum)
 		return 0;
+	if (file_bytes && !elf_rawfile(elf, &file_size))
+		return -ENOEXEC;
 	segs = calloc(phnum, sizeof(*segs));
 	if (!segs)
 		return -ENOMEM;
@@ -510,6 +521,14 @@ static int read_segments(Elf *elf, struct sym_segment **out, uint32_t *nr)
 
 		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
 			continue;
+		if (__builtin_add_overflow(ph.p_vaddr, ph.p_memsz, &end) ||
+		    __builtin_add_overflow(ph.p_vaddr, ph.p_filesz, &end) ||
+		    __builtin_add_overflow(ph.p_offset, ph.p_filesz, &end) ||
+		    (file_bytes && end > file_size)) {
+			free(segs);
+			*nr = 0;
+			return -EBADMSG;
+		}
 		segs[(*nr)++] = (struct sym_segment){
 			.vaddr = ph.p_vaddr,
 			.memsz = ph.p_memsz,
@@ -605,7 +624,7 @@ static int load_elf(Elf *elf, struct symtab *st)
 		return -ENOEXEC;
 	st->e_type = eh.e_type;
 	st->e_entry = eh.e_entry;
-	err = read_segments(elf, &st->segs, &st->nr_segs);
+	err = read_segments(elf, false, &st->segs, &st->nr_segs);
 	if (err)
 		return err;
 	st->build_id_size = read_build_id(elf, st->build_id, sizeof(st->build_id));
@@ -724,7 +743,7 @@ int symtab__read_segments(const char *path, struct sym_segment **segs, uint32_t 
 	if (!gelf_getehdr(elf, &eh))
 		err = -ENOEXEC;
 	else
-		err = read_segments(elf, segs, nr);
+		err = read_segments(elf, true, segs, nr);
 	if (!err && pie)
 		*pie = eh.e_type == ET_DYN;
 	elf_close(fd, elf);

@@ -16,6 +16,7 @@ have() {
 	cmd) PATH=$PATH:/usr/sbin:/sbin command -v "$what" >/dev/null 2>&1 ;;
 	pc) command -v pkg-config >/dev/null 2>&1 && pkg-config --exists "$what" ;;
 	h) compgen -G "/usr/include/$what" >/dev/null || compgen -G "/usr/include/*/$what" >/dev/null ;;
+	f) compgen -G "$what" >/dev/null ;;
 	*) echo "deps/packages: unknown check '$1'" >&2; return 1 ;;
 	esac
 }

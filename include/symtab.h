@@ -95,7 +95,9 @@ int symtab__segments_bias(const struct sym_segment *segs, uint32_t nr, uint64_t 
 
 /*
  * Without loading symbols: the PT_LOAD segments of an ELF file (caller frees *segs) and
- * whether it is ET_DYN; its GNU build-id (-ENOENT if none). Same errors as symtab__load().
+ * whether it is ET_DYN; its GNU build-id (-ENOENT if none). Same errors as symtab__load(),
+ * and -EBADMSG for a segment whose bytes are not all in the file or whose addresses wrap
+ * past 2^64 (a damaged file: no segment of it is used).
  */
 int symtab__read_segments(const char *path, struct sym_segment **segs, uint32_t *nr, bool *pie);
 int symtab__read_build_id(const char *path, uint8_t *id, uint32_t cap, uint32_t *size);

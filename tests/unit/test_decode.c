@@ -164,12 +164,17 @@ static void write_file(const char *path, const void *data, size_t size)
 	close(fd);
 }
 
-/* An ELF file of type `type` with one executable PT_LOAD of `code` at `vaddr`. */
-static void write_elf(const char *path, uint16_t type, uint64_t vaddr)
+/*
+ * An ELF file whose PT_LOAD segments (each executable, over the bytes of `code`) are
+ * `n` of {p_vaddr, p_offset, p_filesz}: for damaged and crafted program headers.
+ */
+static void write_elf_segments(const char *path, uint16_t type, const uint64_t (*seg)[3],
+			       unsigned n)
 {
 	uint8_t file[0x1000 + sizeof(code)] = {};
 	Elf64_Ehdr *eh = (Elf64_Ehdr *)file;
 	Elf64_Phdr *ph = (Elf64_Phdr *)(file + sizeof(*eh));
+	unsigned i;
 
 	memcpy(eh->e_ident, ELFMAG, SELFMAG);
 	eh->e_ident[EI_CLASS] = ELFCLASS64;
@@ -181,15 +186,25 @@ static void write_elf(const char *path, uint16_t type, uint64_t vaddr)
 	eh->e_phoff = sizeof(*eh);
 	eh->e_ehsize = sizeof(*eh);
 	eh->e_phentsize = sizeof(*ph);
-	eh->e_phnum = 1;
-	ph->p_type = PT_LOAD;
-	ph->p_flags = PF_R | PF_W | PF_X;
-	ph->p_offset = 0x1000;
-	ph->p_vaddr = vaddr;
-	ph->p_filesz = ph->p_memsz = sizeof(code);
-	ph->p_align = 0x1000;
+	eh->e_phnum = (uint16_t)n;
+	for (i = 0; i < n; i++) {
+		ph[i].p_type = PT_LOAD;
+		ph[i].p_flags = PF_R | PF_W | PF_X;
+		ph[i].p_vaddr = seg[i][0];
+		ph[i].p_offset = seg[i][1];
+		ph[i].p_filesz = ph[i].p_memsz = seg[i][2];
+		ph[i].p_align = 0x1000;
+	}
 	memcpy(file + 0x1000, code, sizeof(code));
 	write_file(path, file, sizeof(file));
+}
+
+/* An ELF file of type `type` with one executable PT_LOAD of `code` at `vaddr`. */
+static void write_elf(const char *path, uint16_t type, uint64_t vaddr)
+{
+	const uint64_t seg[1][3] = { { vaddr, 0x1000, sizeof(code) } };
+
+	write_elf_segments(path, type, seg, 1);
 }
 
 /* ---- reading results */
@@ -328,11 +343,13 @@ static void test_raw_endless_loop(void **state)
 
 	/*
 	 * Tracing starts at `jmp .`: libipt follows it without needing a packet, forever
-	 * (a trace that ends while its program spins). An error after a few million blocks.
+	 * (a trace that ends while its program spins). An error once the blocks exceed what
+	 * a trace this short allows (PTD_BLOCKS_BASE, 64 K, + 64 per byte).
 	 */
 	e = error_then_resync(CODE_BASE + 0x11, &st);
 	assert_non_null(strstr(evs[e].name, "code+0x11"));
-	assert_true(st.insns >= 1u << 22);	/* PTD_STILL_BLOCKS */
+	assert_true(st.insns >= 1u << 16);
+	assert_true(st.insns <= (1u << 16) + 64 * st.bytes + 8);
 }
 
 static void test_raw_overflow(void **state)
@@ -451,6 +468,96 @@ static void test_raw_elf_base(void **state)
 	assert_int_equal(ptdecode_raw(&raw, &opts, &st), 0);
 	assert_int_equal(st.errors, 1);
 	unlink(elf);
+}
+
+static int decode_raw_image(const struct raw_image *img)
+{
+	struct raw_decode_opts raw = { .pt_path = pt_path, .images = (struct raw_image *)img,
+				       .nr_images = 1 };
+	struct decode_opts opts = { .output = out_path, .format = DECODE_CALLS, .jobs = 1 };
+	struct decode_stats st;
+	struct enc en;
+
+	enc_init(&en);
+	put_psb(&en, 0, CODE_BASE);
+	put_program(&en);
+	write_file(pt_path, en.buf, enc_done(&en));
+	return ptdecode_raw(&raw, &opts, &st);
+}
+
+static void test_raw_elf_hostile(void **state)
+{
+	/*
+	 * A segment over most of the address space (its bytes far past the end of the
+	 * file), one whose addresses wrap past 2^64 inside it, then one inside both: the
+	 * wrapped one split the first into overlapping pieces, and the third was written
+	 * past the end of the map array (a heap overflow with the file's values).
+	 */
+	static const uint64_t split[][3] = {
+		{ 0x1000, 0x1000, 0xffff000000000000ull },
+		{ 0xffffffffffff0000ull, 0x1000, 0x20000 },
+		{ CODE_BASE, 0x1000, sizeof(code) },
+	};
+	static const uint64_t wraps[][3] = {
+		{ CODE_BASE, 0x1000, sizeof(code) },
+		{ 0xfffffffffffffff0ull, 0x1000, sizeof(code) },
+	};
+	static const uint64_t past_end[][3] = {
+		{ CODE_BASE, 0x1000, 0x100000 },
+	};
+	static const uint64_t offset_wraps[][3] = {
+		{ CODE_BASE, 0xfffffffffffffff0ull, 0x100 },
+	};
+	static const uint64_t good[][3] = {
+		{ CODE_BASE, 0x1000, sizeof(code) },
+	};
+	char elf[64];
+	struct raw_image img = { .elf = true };
+
+	snprintf(elf, sizeof(elf), "/tmp/ptbpf-test-decode-%d.elf", getpid());
+	img.path = elf;
+	write_elf_segments(elf, ET_EXEC, split, 3);
+	assert_int_equal(decode_raw_image(&img), -EBADMSG);
+	write_elf_segments(elf, ET_EXEC, wraps, 2);
+	assert_int_equal(decode_raw_image(&img), -EBADMSG);
+	write_elf_segments(elf, ET_EXEC, past_end, 1);
+	assert_int_equal(decode_raw_image(&img), -EBADMSG);
+	write_elf_segments(elf, ET_EXEC, offset_wraps, 1);
+	assert_int_equal(decode_raw_image(&img), -EBADMSG);
+	/* a good file, moved by --elf FILE:BASE to where it would wrap */
+	write_elf_segments(elf, ET_EXEC, good, 1);
+	assert_int_equal(decode_raw_image(&img), 0);
+	img.vaddr = 0xfffffffffffffff8ull;
+	assert_int_equal(decode_raw_image(&img), -EOVERFLOW);
+	/* --raw FILE:VADDR whose bytes would wrap */
+	img = (struct raw_image){ .path = code_path, .vaddr = 0xfffffffffffffff8ull };
+	assert_int_equal(decode_raw_image(&img), -EOVERFLOW);
+	unlink(elf);
+}
+
+static void test_raw_budget(void **state)
+{
+	struct decode_stats st;
+	struct enc en;
+	unsigned i, segs = 0;
+	size_t n;
+
+	/*
+	 * PSB, MODE, PSBEND, TIP.PGE to `jmp .`, TNT, again and again (28 bytes each): libipt
+	 * follows the loop for millions of blocks in each segment. The work stays within
+	 * PTD_BLOCKS_BASE (64 K) + 64 blocks per byte of trace, each segment an error.
+	 */
+	enc_init(&en);
+	for (i = 0; i < 140; i++, segs++) {
+		put_psb(&en, 0, 0);
+		put_ip(&en, ppt_tip_pge, CODE_BASE + 0x11);
+		put_tnt(&en, 1, 1);
+	}
+	n = enc_done(&en);
+	assert_int_equal(decode_raw(en.buf, n, 0, 0, &st), 0);
+	assert_true(st.blocks <= (1ull << 16) + 64 * n);
+	assert_int_equal(st.errors, segs);
+	assert_int_equal(st.syncs, segs);
 }
 
 /* ---- capture mode */
@@ -818,6 +925,39 @@ static void test_capture_exec_ends_frames(void **state)
 	capture__free(cap);
 }
 
+static void test_capture_ids_minus_one(void **state)
+{
+	struct capture *cap = new_capture();
+	struct decode_stats st;
+	int c;
+
+	/*
+	 * pid = tid = 0xffffffff, as one flipped byte of a real perf.data makes: a COMM
+	 * (it crashed: the thread was not noted), a MMAP2 and a thread that runs the program
+	 * (its key was the empty marker of the output's thread table).
+	 */
+	add_comm(cap, UINT32_MAX, UINT32_MAX, "minus-one");
+	add_mmap(cap, UINT32_MAX, code_path, CODE_BASE, 0x1000, 2);
+	add_switch_in(cap, 0, UINT32_MAX, UINT32_MAX, 10);
+	{
+		struct enc en;
+
+		enc_init(&en);
+		put_psb(&en, 100, CODE_BASE);
+		put_program(&en);
+		add_aux(cap, 0, en.buf, enc_done(&en));
+	}
+	assert_int_equal(decode_capture(cap, 1, &st), 0);
+	c = find("call", 0);
+	expect(c, "call", CODE_BASE, CODE_BASE + 0x10);
+	assert_int_equal(evs[c].pid, UINT32_MAX);
+	assert_int_equal(evs[c].tid, UINT32_MAX);
+	assert_int_equal(st.calls, 2);
+	assert_int_equal(st.errors, 0);
+	assert_int_equal(st.threads, 1);
+	capture__free(cap);
+}
+
 static void test_capture_bad(void **state)
 {
 	struct decode_opts opts = { .output = out_path, .format = DECODE_CALLS, .jobs = 1 };
@@ -856,12 +996,15 @@ int main(void)
 		cmocka_unit_test(test_raw_garbage),
 		cmocka_unit_test(test_raw_bad_args),
 		cmocka_unit_test(test_raw_elf_base),
+		cmocka_unit_test(test_raw_elf_hostile),
+		cmocka_unit_test(test_raw_budget),
 		cmocka_unit_test(test_capture_two_cpus),
 		cmocka_unit_test(test_capture_uretprobe),
 		cmocka_unit_test(test_capture_uprobe_xol),
 		cmocka_unit_test(test_capture_kernel),
 		cmocka_unit_test(test_capture_trigger_span),
 		cmocka_unit_test(test_capture_exec_ends_frames),
+		cmocka_unit_test(test_capture_ids_minus_one),
 		cmocka_unit_test(test_capture_bad),
 	};
 

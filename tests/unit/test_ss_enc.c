@@ -106,6 +106,8 @@ static size_t decode_timed(uint8_t *buf, size_t len, uint64_t *ips, uint64_t *ti
 		}
 		if (status < 0)
 			break;
+		/* an error leaves `insn` unwritten, or holds the last instruction decoded */
+		memset(&insn, 0, sizeof(insn));
 		status = pt_insn_next(d, &insn, sizeof(insn));
 		if (insn.iclass != ptic_error && n < max) {
 			if (times)

@@ -83,7 +83,9 @@ const struct ss_map *ss_mm__maps(const struct ss_mm *mm, size_t *nr)
 
 static void icache_clear(struct ss_mm *mm)
 {
-	memset(mm->ic, 0, mm->ic_cap * sizeof(*mm->ic));
+	/* before the first insert there is no table (memset(NULL) is undefined) */
+	if (mm->ic)
+		memset(mm->ic, 0, mm->ic_cap * sizeof(*mm->ic));
 	mm->ic_used = 0;
 }
 

@@ -198,6 +198,11 @@ int ss_verify__check(struct ss_verify *v, int cpu, const struct ss_enc_config *c
 		if (status < 0)
 			break;
 		v->cur_insn = k;
+		/*
+		 * An error may come with the instruction decoded before it, or with none, and
+		 * then libipt may leave `insn` as it was: ptic_error (0) marks "none".
+		 */
+		memset(&insn, 0, sizeof(insn));
 		status = pt_insn_next(d, &insn, sizeof(insn));
 		pt_insn_get_offset(d, &pos);
 		if (insn.iclass != ptic_error) {
