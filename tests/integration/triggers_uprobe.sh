@@ -65,7 +65,13 @@ grep -q "100 hits, $n qualifying, $n fired, 0 suppressed" "$TMP/lat.err" ||
 "$T" -n 100000 -i 1000 -t 1 >/dev/null &
 target=$!
 run_bg sigint --dry-run --uprobe "$T:slow_path" -p $target
-sleep 1
+# Ctrl-C once more than 10 fires are out (attaching can take seconds on a loaded
+# machine), bounded at 60 s.
+for _ in $(seq 600); do
+	[ "$(fires sigint 2>/dev/null | wc -l)" -gt 10 ] && break
+	kill -0 $RUN_PID 2>/dev/null || break
+	sleep 0.1
+done
 kill -INT $RUN_PID
 wait $RUN_PID
 rc=$?
