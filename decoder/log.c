@@ -14,6 +14,12 @@ void log_set_sink(log_sink_fn fn, void *ctx)
 	log_sink_ctx = ctx;
 }
 
+void log_get_sink(log_sink_fn *fn, void **ctx)
+{
+	*fn = log_sink;
+	*ctx = log_sink_ctx;
+}
+
 void log_vprintf(int level, const char *fmt, va_list ap)
 {
 	if (log_sink) {

@@ -28,6 +28,8 @@ void log_vprintf(int level, const char *fmt, va_list ap);
  */
 typedef void (*log_sink_fn)(void *ctx, int level, const char *msg);
 void log_set_sink(log_sink_fn fn, void *ctx);
+/* The sink in place (NULL: stderr), to put it back after a temporary one. */
+void log_get_sink(log_sink_fn *fn, void **ctx);
 void log_printf(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define elog(...) log_printf(LOG_ERROR, __VA_ARGS__)

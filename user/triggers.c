@@ -622,6 +622,24 @@ cleanup:
 	return err;
 }
 
+int triggers__check(const struct capture_opts *o)
+{
+	struct triggers *t;
+	int i, err = 0;
+
+	if (!o || o->nr_triggers < 0 || o->nr_triggers > MAX_TRIGGERS)
+		return -EINVAL;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->nr = o->nr_triggers;
+	snprintf(t->group, sizeof(t->group), "ptbpf_%d", getpid());
+	for (i = 0; i < t->nr && !err; i++)
+		err = resolve_trigger(t, &o->triggers[i], &t->trig[i]);
+	triggers__free(t);
+	return err;
+}
+
 /* ---- attaching ---- */
 
 static void detach_all(struct triggers *t)

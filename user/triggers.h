@@ -69,6 +69,13 @@ typedef int (*trigger_cb)(void *ctx, const struct trigger_rec *rec);
 int triggers__new(const struct capture_opts *opts, pid_t tgid, enum trigger_attach_mode mode,
 		  struct triggers **out);
 
+/*
+ * Resolve every trigger of `opts` (binaries, symbols, syscalls, tracepoints) without
+ * loading anything: what triggers__new() would refuse in the input, said the same way.
+ * For checking a configuration ahead of time (the daemon's rules).
+ */
+int triggers__check(const struct capture_opts *opts);
+
 /* Attach (links mode: everything; gate mode: the recording helpers), then arm. */
 int triggers__attach(struct triggers *t);
 

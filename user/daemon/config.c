@@ -21,6 +21,7 @@
 #include "config.h"
 #include "log.h"
 #include "spool.h"
+#include "triggers.h"
 #include "yamltree.h"
 
 /* ---- what libcyaml loads ---- */
@@ -445,6 +446,8 @@ static int parse_trigger(struct load_ctx *lc, struct rule *r, const struct y_tri
 	char *argv[MAX_RULE_ARGS], pid[16], nth[24], desc[1024] = "";
 	int argc = 0, kinds = 0, i, err, saved_level = ptbpf_log_level;
 	struct caught caught = {};
+	log_sink_fn saved_sink;
+	void *saved_ctx;
 
 #define ARG(s) (argv[argc++] = (char *)(s))
 	ARG("ptbpf");
@@ -515,9 +518,13 @@ static int parse_trigger(struct load_ctx *lc, struct rule *r, const struct y_tri
 	r->trigger_desc = strdup(desc);
 	if (!r->trigger_desc)
 		return -ENOMEM;
+	log_get_sink(&saved_sink, &saved_ctx);
 	log_set_sink(catch_log, &caught);
 	err = cli_parse_capture(argc, argv, &r->opts);
-	log_set_sink(NULL, NULL);
+	/* the binary, the symbol, the tracepoint: as triggers__new() would find them */
+	if (!err)
+		err = triggers__check(&r->opts);
+	log_set_sink(saved_sink, saved_ctx);
 	ptbpf_log_level = saved_level;
 	if (err) {
 		char *m = caught.msg;
