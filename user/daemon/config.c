@@ -668,6 +668,24 @@ static int rule_fingerprint(struct rule *r)
 	return r->fingerprint ? 0 : -ENOMEM;
 }
 
+/* The line of the map key `key` nearest to `near` (0 if there is none). */
+static int key_line(const struct ynode *n, const char *key, int near)
+{
+	int best = 0, l;
+	unsigned i;
+
+	if (!n)
+		return 0;
+	for (i = 0; i < n->nr_children; i++) {
+		const struct ynode *c = &n->children[i];
+
+		l = c->key && !strcmp(c->key, key) ? c->line : key_line(c, key, near);
+		if (l && (!best || abs(l - near) < abs(best - near)))
+			best = l;
+	}
+	return best;
+}
+
 /* Load one file (main or drop-in) into c. */
 static int load_file(struct config *c, const char *path, bool main_file)
 {
@@ -698,6 +716,15 @@ static int load_file(struct config *c, const char *path, bool main_file)
 		return -ENOMEM;
 	c->nr_files++;
 	ce = cyaml_load_file(path, &cfg, schema, (cyaml_data_t **)&y, NULL);
+	if (ce != CYAML_OK && !strncmp(lc.cyaml_msg, "Unexpected key: ", 16)) {
+		/* libcyaml's line is where the mapping stood: the key's own is in the tree */
+		struct ynode *tree = ytree_load(path);
+		int line = key_line(tree, lc.cyaml_msg + 16, lc.cyaml_line);
+
+		if (line)
+			lc.cyaml_line = line;
+		ytree_free(tree);
+	}
 	if (ce != CYAML_OK) {
 		if (ce == CYAML_ERR_FILE_OPEN)
 			cfg_err(&lc, 0, "cannot open: %s", strerror(errno));
