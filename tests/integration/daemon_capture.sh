@@ -122,7 +122,7 @@ stop_daemon
 sleep 0.5
 not_traced "$SRV"
 kill -0 "$SRV" || fail "the target did not survive the daemon's stop"
-[ ! -e "$SPOOL/.work" ] || fail "the work directory was left behind"
+[ ! -e "$STATE/work" ] || fail "the work directory was left behind"
 [ ! -e "$STATE/status.json" ] || fail "the state file was left behind"
 if ls -a "$SPOOL"/slow-handle | grep -q '^\.[^.]'; then fail "a temp file was left in the spool"; fi
 echo "SIGTERM: clean stop, target running untraced, spool consistent"

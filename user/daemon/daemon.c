@@ -59,7 +59,7 @@
 
 #define DEFAULT_CONFIG "/etc/ptbpf/ptbpf.yaml"
 #define DEFAULT_STATE_DIR "/run/ptbpf"
-#define WORK_DIR ".work"		/* in the spool: capture children's perf.data files */
+#define WORK_DIR "work"		/* in the state dir: capture children's perf.data files */
 #define TICK_MS 1000
 #define PUBLISH_EVERY 5			/* ticks between textfile/state writes when idle */
 #define RELOAD_DEBOUNCE_MS 300
@@ -589,7 +589,7 @@ static int spawn_capture(struct daemon *d, struct rule_rt *rt, const char *backe
 	const struct rule *r = &rt->r;
 	char *argv[48], pid[16], keep[PATH_MAX + 32], out[PATH_MAX + 16], maxs[24], cool[32];
 	char bufsz[32], logp[PATH_MAX + 16];
-	uint64_t max = 1000000;
+	uint64_t max = 100000;	/* the CLI's --max-snapshots limit: no budget */
 	int argc = 0, i, fd;
 	pid_t child;
 
@@ -1008,8 +1008,9 @@ static void arm_rule(struct daemon *d, struct rule_rt *rt)
 	}
 	if (backend) {
 		rt->capture = true;
-		snprintf(rt->workdir, sizeof(rt->workdir), "%s/" WORK_DIR "/%s",
-			 spool__dir(d->spool), r->name);
+		/* not in the spool: a full spool must not fail the capture itself */
+		snprintf(rt->workdir, sizeof(rt->workdir), "%s/" WORK_DIR "/%s", d->state_dir,
+			 r->name);
 		mkdir(rt->workdir, 0700);
 		rt->wd = inotify_add_watch(d->ifd, rt->workdir, IN_MOVED_TO | IN_CLOSE_WRITE);
 		err = spawn_capture(d, rt, backend);
@@ -1805,7 +1806,7 @@ static int run_daemon(struct daemon *d)
 	if (err)
 		goto out_cfg;
 	/* what a killed instance left: its capture children's files, tracefs probes */
-	snprintf(work, sizeof(work), "%s/" WORK_DIR, c->spool_dir);
+	snprintf(work, sizeof(work), "%s/" WORK_DIR, d->state_dir);
 	rm_tree(work);
 	mkdir(work, 0700);
 	remove_stale_probes();
