@@ -5,11 +5,6 @@ PREFIX ?= /usr/local
 UNITDIR ?= /etc/systemd/system
 SYSCONFDIR ?= /etc
 
-# Fragments are read before the top-level `all`: keep it the default goal.
-ifeq ($(.DEFAULT_GOAL),)
-.DEFAULT_GOAL := all
-endif
-
 .PHONY: install
 install: $(PTBPF)
 	$(call msg,INSTALL,$(DESTDIR)$(PREFIX)/bin/ptbpf)
