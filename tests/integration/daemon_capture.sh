@@ -23,7 +23,7 @@ rules:
     trigger: {uprobe: "$SERVER:handle", latency_over: 100ms}
     capture: {backend: singlestep}
     budget: {max_per_hour: 2, cooldown: 1s}
-    decode: none
+    decode: host
     labels: {team: storage}
 EOF
 wait_log '"event":"capture_started"' 30 || fail "the dropped-in rule was not armed"
@@ -85,6 +85,23 @@ zst=${man%.json}.perf.data.zst
 awk '$2 == "slow_path" && $4 - $3 >= 250000000 { found = 1 } END { exit !found }' "$TMP/cap.txt" ||
 	{ grep -E 'handle|slow_path' "$TMP/cap.txt" | tail; fail "no slow_path of >= 250 ms in the trace"; }
 echo "decoded: valid FXT with the slow call ($(awk '$2 == "slow_path" { print ($4 - $3) / 1e6 " ms" }' "$TMP/cap.txt" | tail -1))"
+# decode: host spooled the daemon's own FXT beside it
+hostfxt=${man%.json}.fxt
+[ -f "$hostfxt" ] || fail "decode: host, but no $hostfxt"
+"$PYTHON" "$FXTCHECK" --strict "$hostfxt" >"$TMP/fxtcheck.out" 2>&1 ||
+	{ tail "$TMP/fxtcheck.out"; fail "the daemon's FXT is not valid"; }
+[ "$(stat -c %a "$hostfxt")" = 600 ] || fail "the daemon's FXT is not 0600"
+echo "decode: host: the spooled FXT is valid"
+
+# the state is root's: another user cannot read it
+if command -v setpriv >/dev/null; then
+	setpriv --reuid=nobody --regid=nogroup --clear-groups "$PTBPF" daemon status \
+		--state-dir "$STATE" >"$TMP/status.nobody" 2>&1 && fail "nobody can read the daemon's status"
+	grep -q "permission denied" "$TMP/status.nobody" || { cat "$TMP/status.nobody"; fail "status as nobody"; }
+	[ "$(stat -c %a "$STATE")" = 700 ] && [ "$(stat -c %a "$STATE/status.json")" = 600 ] ||
+		fail "state directory / file modes"
+	echo "status: refused to a non-root user (state 0700/0600)"
+fi
 
 # an invalid drop-in: the old rule keeps running, the failure is counted
 cp "$RULES/50-slow.yaml" "$TMP/saved.yaml"

@@ -28,7 +28,15 @@ for i in $(seq 50); do [ -S "$TMP/notify.sock" ] && break; sleep 0.1; done
 
 port=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 LISTEN=127.0.0.1:$port
-base_config "rules:
+# an upload section with a credentials file: its secret never shows anywhere
+printf '[default]\naws_access_key_id = AKIDTESTKEY\naws_secret_access_key = S3CR3TdoNotLog\n' >"$TMP/s3.ini"
+chmod 0600 "$TMP/s3.ini"
+base_config "upload:
+  s3: {endpoint: \"http://127.0.0.1:1\", bucket: captures, prefix: fleet, path_style: true,
+       credentials_file: $TMP/s3.ini}
+  max_bytes_per_second: 1M
+  concurrency: 1
+rules:
   - name: handle-feed
     match: {binary: $SERVER}
     trigger: {uprobe: \"$SERVER:handle\"}
@@ -65,6 +73,10 @@ promtool check metrics <"$PROM/ptbpf.prom" >"$TMP/promtool.out" 2>&1 ||
 	{ cat "$TMP/promtool.out"; fail "promtool rejects the textfile"; }
 [ "$(stat -c %a "$PROM/ptbpf.prom")" = 644 ] || fail "textfile mode"
 echo "HTTP: /healthz /readyz /metrics ok ($runs BPF runs); promtool: both outputs pass"
+if grep -l 'S3CR3TdoNotLog\|AKIDTESTKEY' "$LOG" "$TMP/http.prom" "$PROM/ptbpf.prom" "$STATE/status.json"; then
+	fail "a credential shows in the log, metrics or state"
+fi
+echo "secrets: not in the log, the metrics or the state"
 stop_daemon
 grep -q '^STOPPING=1' "$TMP/notify.log" || fail "no STOPPING=1"
 

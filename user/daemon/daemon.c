@@ -1471,10 +1471,12 @@ static void on_child_exit(struct daemon *d)
 				snprintf(rt->why, sizeof(rt->why), "match.pid %u exited", rt->r.pid);
 				dlog_event("warning", rt->r.name, "target_exited", NULL, "the target, "
 					   "pid %u, exited; the rule waits for a reload", rt->r.pid);
-			} else if (WIFEXITED(status) && WEXITSTATUS(status) <= 1) {
+			} else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+				/* its --max-snapshots (the budget) reached: the tick restarts it */
 				dlog_event("info", rt->r.name, "capture_ended", NULL, "the capture "
-					   "ended (%s)", last[0] ? last : "budget spent");
+					   "ended: its budget is spent until the next window");
 			} else {
+				/* not restarted (no loop of failing children): a reload re-arms */
 				rt->state = RULE_FAILED;
 				snprintf(rt->why, sizeof(rt->why), "the capture failed: %s",
 					 last[0] ? last : "see its log");
