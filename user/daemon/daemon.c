@@ -83,7 +83,7 @@ static const char *const rule_state_names[] = { "armed", "unavailable", "failed"
 struct rule_rt {
 	struct rule r;			/* moved out of the config that defined it */
 	enum rule_state state;
-	char why[512];			/* unavailable / failed: the reason and fix */
+	char why[1024];		/* unavailable / failed: the reason and fix */
 	bool capture;			/* a capture child's rule (else events only) */
 	bool kernel_budget;		/* cooldown and hourly budget are enforced in BPF */
 	struct triggers *trig;		/* events-only, and the counting of unavailable rules */
@@ -125,6 +125,8 @@ struct daemon {
 	uint64_t watchdog_usec;
 	double start_cpu;
 	void *uploader;			/* struct uploader * once issue 14 is merged */
+	struct upload_config upload;	/* its settings, moved out of the first config: they
+					 * outlive reloads (a change needs a restart) */
 };
 
 static struct daemon *the_daemon;	/* for the log sink */
@@ -1829,7 +1831,9 @@ static int run_daemon(struct daemon *d)
 	if (d->cfg->have_upload) {
 		struct uploader *u = NULL;
 
-		if (!uploader__new(&d->cfg->upload, spool__dir(d->spool), d->host, &u) &&
+		d->upload = d->cfg->upload;
+		memset(&d->cfg->upload, 0, sizeof(d->cfg->upload));
+		if (!uploader__new(&d->upload, spool__dir(d->spool), d->host, &u) &&
 		    !uploader__start(u))
 			d->uploader = u;
 		else
@@ -1864,6 +1868,11 @@ out:
 #if DAEMON_HAVE_UPLOADER
 	uploader__free(d->uploader);
 #endif
+	free(d->upload.endpoint);
+	free(d->upload.region);
+	free(d->upload.bucket);
+	free(d->upload.prefix);
+	free(d->upload.credentials_file);
 	metrics_server__stop(d->http);
 	free(d->http_listen);
 	if (d->cfg) {
