@@ -54,7 +54,8 @@ PTBPF_CFLAGS = -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field
 # Recursive (=): evaluated only when linking, so a host without pkg-config still
 # reaches the dependency check of `make demo` / `make test`.
 PKG_CONFIG ?= pkg-config
-PTBPF_PKGS := libbpf libelf libdw zlib json-c capstone
+PTBPF_PKGS := libbpf libelf libdw zlib libzstd json-c capstone \
+	      libcyaml yaml-0.1 libmicrohttpd libsystemd libcrypto
 PTBPF_LDLIBS = $(shell $(PKG_CONFIG) --libs $(PTBPF_PKGS)) -lipt -liberty -lpthread -lm
 LDLIBS_CMOCKA = $(shell $(PKG_CONFIG) --libs cmocka)
 

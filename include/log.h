@@ -22,6 +22,14 @@ enum log_level {
 extern int ptbpf_log_level;
 
 void log_vprintf(int level, const char *fmt, va_list ap);
+/*
+ * Send every message to `fn` instead of stderr (NULL: back to stderr). The daemon turns
+ * them into JSON log lines and collects a configuration's errors this way.
+ */
+typedef void (*log_sink_fn)(void *ctx, int level, const char *msg);
+void log_set_sink(log_sink_fn fn, void *ctx);
+/* The sink in place (NULL: stderr), to put it back after a temporary one. */
+void log_get_sink(log_sink_fn *fn, void **ctx);
 void log_printf(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define elog(...) log_printf(LOG_ERROR, __VA_ARGS__)

@@ -12,8 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "log.h"
 #include "perfdata.h"
@@ -21,6 +23,28 @@
 
 /* Records are at most 64 KiB (u16 size); the window always holds a whole one. */
 #define RD_WINDOW (1024 * 1024)
+/*
+ * A zstd-compressed capture (the daemon's spool: .perf.data.zst) is decompressed into
+ * memory first; more than this is a corrupt file or a decompression bomb, not a capture
+ * (the largest real ones, 64 CPUs x 64 MiB rings with sideband, stay well below).
+ */
+#define RD_ZSTD_MAX_BYTES ((uint64_t)4 << 30)
+
+/* The bound; PTBPF_ZSTD_MAX_BYTES lowers it (the tests' bombs stay small). */
+static uint64_t zstd_max_bytes(void)
+{
+	const char *env = getenv("PTBPF_ZSTD_MAX_BYTES");
+	unsigned long long v;
+	char *end;
+
+	if (!env || !*env)
+		return RD_ZSTD_MAX_BYTES;
+	errno = 0;
+	v = strtoull(env, &end, 0);
+	if (errno || *end || !v || v > RD_ZSTD_MAX_BYTES)
+		return RD_ZSTD_MAX_BYTES;
+	return v;
+}
 /* Bigger attrs than this are not attrs (perf's is 136 bytes in 2025). */
 #define RD_MAX_ATTR_SIZE 4096
 
@@ -1006,8 +1030,88 @@ static int sort_records(struct capture *cap)
 	return 0;
 }
 
+/*
+ * Decompress the zstd frames of `fd` into a memfd that replaces it, so the reader maps and
+ * reads it as it reads a file. Bounded by RD_ZSTD_MAX_BYTES; a truncated or corrupt
+ * stream is an error naming the offset in the compressed file.
+ */
+static int zstd_inflate(struct rd *r)
+{
+	size_t in_cap = ZSTD_DStreamInSize(), out_cap = ZSTD_DStreamOutSize();
+	uint64_t in_off = 0, total = 0, max = zstd_max_bytes();
+	ZSTD_DStream *ds = NULL;
+	void *in_buf = NULL, *out_buf = NULL;
+	size_t last = 0;
+	int memfd = -1, err;
+
+	ds = ZSTD_createDStream();
+	in_buf = malloc(in_cap);
+	out_buf = malloc(out_cap);
+	if (!ds || !in_buf || !out_buf) {
+		err = -ENOMEM;
+		goto out;
+	}
+	memfd = memfd_create("ptbpf-perf.data", MFD_CLOEXEC);
+	if (memfd < 0) {
+		err = -errno;
+		elog("%s: cannot decompress: memfd_create: %s\n", r->path, strerror(errno));
+		goto out;
+	}
+	for (;;) {
+		ssize_t n = pread(r->fd, in_buf, in_cap, in_off);
+		ZSTD_inBuffer in = { in_buf, n > 0 ? (size_t)n : 0, 0 };
+
+		if (n < 0) {
+			err = -errno;
+			elog("%s: read: %s\n", r->path, strerror(errno));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		while (in.pos < in.size) {
+			ZSTD_outBuffer o = { out_buf, out_cap, 0 };
+
+			last = ZSTD_decompressStream(ds, &o, &in);
+			if (ZSTD_isError(last)) {
+				err = rd_err(r, in_off + in.pos, "corrupt zstd stream: %s",
+					     ZSTD_getErrorName(last));
+				goto out;
+			}
+			total += o.pos;
+			if (total > max) {
+				err = rd_err(r, in_off + in.pos, "decompresses to more than %llu "
+					     "bytes: not a capture", (unsigned long long)max);
+				goto out;
+			}
+			if (o.pos && write(memfd, out_buf, o.pos) != (ssize_t)o.pos) {
+				err = errno ? -errno : -EIO;
+				elog("%s: cannot decompress: %s\n", r->path, strerror(-err));
+				goto out;
+			}
+		}
+		in_off += n;
+	}
+	if (last != 0) {
+		err = rd_err(r, in_off, "truncated zstd stream (the last frame is incomplete)");
+		goto out;
+	}
+	close(r->fd);
+	r->fd = memfd;
+	r->fsize = total;
+	memfd = -1;
+	err = 0;
+out:
+	if (memfd >= 0)
+		close(memfd);
+	ZSTD_freeDStream(ds);
+	free(in_buf);
+	free(out_buf);
+	return err;
+}
+
 static int open_file(struct rd *r, const char *path)
 {
+	uint8_t magic[4];
 	struct stat st;
 
 	r->path = path;
@@ -1029,6 +1133,10 @@ static int open_file(struct rd *r, const char *path)
 		return -EINVAL;
 	}
 	r->fsize = st.st_size;
+	/* zstd frame magic 0xFD2FB528, little-endian */
+	if (pread(r->fd, magic, sizeof(magic), 0) == sizeof(magic) &&
+	    magic[0] == 0x28 && magic[1] == 0xb5 && magic[2] == 0x2f && magic[3] == 0xfd)
+		return zstd_inflate(r);
 	return 0;
 }
 

@@ -26,7 +26,7 @@ static const char capture_doc[] =
 	"  ptbpf decode [OPTIONS] CAPTURE -o OUT.fxt            decode a capture\n"
 	"  ptbpf doctor [--json]                                what this host supports\n"
 	"  ptbpf symbols BIN [PATTERN]                          functions to trigger on\n"
-	"  ptbpf daemon --config FILE                           fleet mode\n"
+	"  ptbpf daemon [--config FILE] | status                fleet agent: rules, spool\n"
 	"Each command has its own --help."
 	"\v"
 	"Durations take ns/us/ms/s suffixes; sizes take K/M/G. With no trigger, the "

@@ -762,6 +762,24 @@ cleanup:
 	return err;
 }
 
+int triggers__check(const struct capture_opts *o)
+{
+	struct triggers *t;
+	int i, err = 0;
+
+	if (!o || o->nr_triggers < 0 || o->nr_triggers > MAX_TRIGGERS)
+		return -EINVAL;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->nr = o->nr_triggers;
+	snprintf(t->group, sizeof(t->group), "ptbpf_%d", getpid());
+	for (i = 0; i < t->nr && !err; i++)
+		err = resolve_trigger(t, &o->triggers[i], &t->trig[i]);
+	triggers__free(t);
+	return err;
+}
+
 /* ---- attaching ---- */
 
 static void detach_all(struct triggers *t)
@@ -1319,6 +1337,35 @@ __u64 triggers__dropped(const struct triggers *t)
 	if (!t || !t->skel)
 		return 0;
 	return __atomic_load_n(&t->skel->bss->dropped, __ATOMIC_RELAXED);
+}
+
+void triggers__reset_max(struct triggers *t)
+{
+	if (t && t->skel)
+		__atomic_store_n(&t->skel->bss->fire_slots, 0, __ATOMIC_RELEASE);
+}
+
+int triggers__prog_stats(const struct triggers *t, triggers_prog_cb cb, void *ctx)
+{
+	struct bpf_program *prog;
+	int err;
+
+	if (!t || !t->skel)
+		return 0;
+	bpf_object__for_each_program(prog, t->skel->obj) {
+		struct bpf_prog_info info = {};
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(prog);
+
+		if (fd < 0 || !bpf_program__autoload(prog))
+			continue;
+		if (bpf_obj_get_info_by_fd(fd, &info, &len))
+			continue;
+		err = cb(ctx, bpf_program__name(prog), info.run_time_ns, info.run_cnt);
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 void triggers__print_stats(const struct triggers *t)

@@ -69,6 +69,13 @@ typedef int (*trigger_cb)(void *ctx, const struct trigger_rec *rec);
 int triggers__new(const struct capture_opts *opts, pid_t tgid, enum trigger_attach_mode mode,
 		  struct triggers **out);
 
+/*
+ * Resolve every trigger of `opts` (binaries, symbols, syscalls, tracepoints) without
+ * loading anything: what triggers__new() would refuse in the input, said the same way.
+ * For checking a configuration ahead of time (the daemon's rules).
+ */
+int triggers__check(const struct capture_opts *opts);
+
 /* Attach (links mode: everything; gate mode: the recording helpers), then arm. */
 int triggers__attach(struct triggers *t);
 
@@ -143,6 +150,16 @@ struct trigger_stats {
 int triggers__stats(const struct triggers *t, int index, struct trigger_stats *st);
 /* Fires whose record did not fit in the ring buffer. */
 __u64 triggers__dropped(const struct triggers *t);
+/*
+ * Let the triggers fire again up to opts->max_snapshots (the daemon's per-hour budget,
+ * enforced in the kernel, starts a new hour).
+ */
+void triggers__reset_max(struct triggers *t);
+
+/* Each loaded program's name and run time (with BPF_ENABLE_STATS on), for metrics. */
+typedef int (*triggers_prog_cb)(void *ctx, const char *name, __u64 run_time_ns, __u64 run_cnt);
+int triggers__prog_stats(const struct triggers *t, triggers_prog_cb cb, void *ctx);
+
 /* One line per trigger on stderr at -v (vlog), plus drops. */
 void triggers__print_stats(const struct triggers *t);
 

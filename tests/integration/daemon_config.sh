@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# The daemon's configuration: the installed example parses; `--check-config` names the
+# file and line of each error and exits 2; the daemon refuses to start on an invalid
+# configuration (exit 2, the line in its log); and, as sshd's StrictModes, it refuses a
+# configuration file, drop-in file or drop-in directory not owned by root or writable by
+# group or others, naming the path and the fix.
+. "$(dirname "$0")/daemon_common.inc"
+
+# check FILE: --check-config, output in $TMP/check.out, exit status in $RC
+check() {
+	"$PTBPF" daemon --check-config "$1" >"$TMP/check.out" 2>&1
+	RC=$?
+}
+
+# refused WHAT PATTERN: --check-config of $CFG exits 2 with PATTERN in its output
+refused() {
+	check "$CFG"
+	[ "$RC" = 2 ] || { cat "$TMP/check.out"; fail "$1: exit $RC, want 2"; }
+	grep -qE -- "$2" "$TMP/check.out" || { cat "$TMP/check.out"; fail "$1: no '$2'"; }
+	echo "$1: $(head -1 "$TMP/check.out")"
+}
+
+check "$TOP/user/daemon/ptbpf.yaml"
+[ "$RC" = 0 ] || { cat "$TMP/check.out"; fail "the example configuration does not parse"; }
+echo "example: $(cat "$TMP/check.out")"
+
+base_config "rules:
+  - name: ok
+    trigger: {uprobe: \"$SERVER:handle\"}
+    capture: {backend: events-only}"
+check "$CFG"
+[ "$RC" = 0 ] || { cat "$TMP/check.out"; fail "a valid configuration is refused"; }
+
+base_config "rules:
+  - name: typo
+    trigger: {uprobe: \"$SERVER:handle\"}
+    budjet: {max_per_hour: 3}"
+refused "unknown key" "^ptbpf: $CFG:7: .*budjet"
+
+base_config "rules:
+  - name: dur
+    trigger: {uprobe: \"$SERVER:handle\", latency_over: 5ms}
+    budget: {cooldown: 10}"
+refused "bad duration" "^ptbpf: $CFG:7: budget.cooldown: invalid duration '10'"
+
+base_config "rules:
+  - name: be
+    trigger: {uprobe: \"$SERVER:handle\"}
+    capture: {backend: turbo}"
+refused "bad backend" "$CFG:7: rule be: capture.backend 'turbo'"
+
+base_config "rules:
+  - name: ss
+    match: {binary: $SERVER}
+    trigger: {uprobe: \"$SERVER:handle\"}
+    capture: {backend: singlestep}"
+refused "singlestep without pid" "$CFG:8: rule ss: the singlestep backend needs match.pid"
+
+base_config "rules:
+  - name: sym
+    trigger: {uprobe: \"$SERVER:handel\"}"
+refused "unknown symbol" "$CFG:6: rule sym: trigger: .*no function 'handel'.*did you mean handle"
+
+base_config "rules:
+  - name: two
+    trigger: {uprobe: \"$SERVER:handle\", tracepoint: \"sched:sched_switch\"}"
+refused "two triggers" "$CFG:6: rule two: trigger: give exactly one"
+
+printf 'spool: {dir: relative/spool}\n' >"$CFG"
+refused "relative spool" "$CFG:1: spool.dir 'relative/spool' must be an absolute path"
+base_config
+cat >"$CFG" <<EOF
+spool: {dir: $SPOOL}
+metrics: {listen: "0.0.0.0:9432"}
+EOF
+refused "metrics beyond loopback" "$CFG:2: metrics.listen '0.0.0.0:9432': not loopback"
+
+base_config
+printf 'rules:\n  - name: a\n   trigger: [\n' >"$RULES/10-syntax.yaml"
+refused "YAML syntax" "$RULES/10-syntax.yaml:[0-9]+: "
+printf 'spool: {dir: /x}\n' >"$RULES/10-syntax.yaml"
+refused "global key in a drop-in" "$RULES/10-syntax.yaml:1: .*spool.*drop-in file holds rules"
+rm "$RULES/10-syntax.yaml"
+
+base_config "rules:
+  - name: dup
+    trigger: {uprobe: \"$SERVER:handle\"}
+  - name: dup
+    trigger: {uprobe: \"$SERVER:hot\"}"
+refused "duplicate rule" "$CFG:7: rule dup: a rule of that name is already defined at $CFG:5"
+
+# the daemon itself: exit 2, the error with its line in the log, nothing armed
+"$PTBPF" daemon --config "$CFG" --state-dir "$STATE" 2>"$LOG"
+rc=$?
+[ "$rc" = 2 ] || fail "the daemon started on an invalid configuration (exit $rc)"
+grep -q "$CFG:7: rule dup" "$LOG" || fail "the daemon's log does not name the line"
+echo "daemon on an invalid configuration: exit 2, $(grep -c . "$LOG") log lines"
+
+# StrictModes
+base_config
+chown nobody "$CFG"
+refused "owner" "$CFG: refused: configuration file owned by uid [0-9]+, not root.*chown root $CFG"
+chown root "$CFG"
+chmod 0664 "$CFG"
+refused "group-writable" "$CFG: refused: configuration file writable by its group .*chmod go-w"
+chmod 0644 "$CFG"
+printf 'rules: []\n' >"$RULES/20-x.yaml"
+chmod 0646 "$RULES/20-x.yaml"
+refused "drop-in writable by others" "$RULES/20-x.yaml: refused: drop-in rule file writable by others"
+chmod 0644 "$RULES/20-x.yaml"
+chmod 0777 "$RULES"
+refused "drop-in directory" "$RULES: refused: drop-in directory writable by others"
+chmod 0755 "$RULES"
+check "$CFG"
+[ "$RC" = 0 ] || { cat "$TMP/check.out"; fail "fixed modes still refused"; }
+# refused at start, too, with the refusal in the log
+chown nobody "$RULES/20-x.yaml"
+"$PTBPF" daemon --config "$CFG" --state-dir "$STATE" 2>"$LOG"
+[ $? = 2 ] || fail "the daemon started with a drop-in owned by nobody"
+grep -q "20-x.yaml: refused" "$LOG" || fail "the refusal is not logged"
+echo "StrictModes: every refusal names the path and the fix"

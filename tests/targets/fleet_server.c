@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Traced by the daemon's tests: a server that calls handle() every INTERVAL ms for
+ * SECONDS seconds (default 60); after a SIGUSR1 the next call goes through slow_path(),
+ * which sleeps 300 ms. With -r RATE it calls hot() RATE times per second instead (a
+ * storm of probe hits), paced in batches of 1000. Prints "ready PID" first, and the
+ * number of calls at the end.
+ * Usage: fleet_server [-s SECONDS] [-i INTERVAL_MS] [-r RATE]
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t slow_next;
+
+static void on_usr1(int sig)
+{
+	slow_next = 1;
+}
+
+__attribute__((noinline)) int hot(int i)
+{
+	return i * 3 + 1;
+}
+
+__attribute__((noinline)) void slow_path(void)
+{
+	usleep(300000);
+}
+
+__attribute__((noinline)) int handle(int i)
+{
+	int r = hot(i);
+
+	if (slow_next) {
+		slow_next = 0;
+		slow_path();
+	}
+	return r;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+	int seconds = 60, interval_ms = 50, rate = 0, opt;
+	long calls = 0;
+	double start, end;
+
+	while ((opt = getopt(argc, argv, "s:i:r:")) != -1) {
+		switch (opt) {
+		case 's':
+			seconds = atoi(optarg);
+			break;
+		case 'i':
+			interval_ms = atoi(optarg);
+			break;
+		case 'r':
+			rate = atoi(optarg);
+			break;
+		default:
+			fprintf(stderr, "usage: fleet_server [-s SECONDS] [-i INTERVAL_MS] [-r RATE]\n");
+			return 2;
+		}
+	}
+	signal(SIGUSR1, on_usr1);
+	printf("ready %d\n", getpid());
+	fflush(stdout);
+	start = now();
+	end = start + seconds;
+	while (now() < end) {
+		if (rate) {
+			double due;
+			int k;
+
+			for (k = 0; k < 1000; k++)
+				hot(k);
+			calls += 1000;
+			due = start + (double)calls / rate;
+			if (due > now())
+				usleep((due - now()) * 1e6);
+		} else {
+			handle(calls++);
+			usleep(interval_ms * 1000);
+		}
+	}
+	printf("calls %ld\n", calls);
+	return 0;
+}
