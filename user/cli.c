@@ -300,9 +300,16 @@ static const struct argp std_argp = {
 
 int cli_parse(const struct argp *argp, int argc, char **argv, unsigned flags, void *input)
 {
-	const struct argp_child children[] = { { &std_argp, 0, NULL, 0 }, {} };
+	struct argp_child children[8] = {};
+	const struct argp_child *c;
 	struct argp with_std = *argp;
+	size_t n = 0;
 
+	/* the command's own children (shared option groups) first: their child_inputs
+	 * indexes stay the command's */
+	for (c = argp->children; c && c->argp && n < sizeof(children) / sizeof(children[0]) - 2; c++)
+		children[n++] = *c;
+	children[n] = (struct argp_child){ &std_argp, 0, NULL, 0 };
 	with_std.children = children;
 	usage_reported = false;
 	return argp_parse(&with_std, argc, argv, flags | ARGP_NO_ERRS | ARGP_NO_HELP, NULL,

@@ -15,5 +15,6 @@ int cmd_decode(int argc, char **argv);		/* user/decode_cmd.c */
 int cmd_decode_info(const char *path);
 int cmd_doctor(int argc, char **argv);		/* user/doctor.c */
 int cmd_daemon(int argc, char **argv);		/* user/daemon/daemon.c */
+int cmd_captures(int argc, char **argv);	/* user/captures_cmd.c */
 
 #endif /* PTBPF_COMMANDS_H */

@@ -15,6 +15,7 @@ static const struct {
 	{ "decode", cmd_decode },
 	{ "doctor", cmd_doctor },
 	{ "daemon", cmd_daemon },
+	{ "captures", cmd_captures },
 };
 
 int main(int argc, char **argv)
