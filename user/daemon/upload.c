@@ -28,7 +28,7 @@
 #define MULTIPART_THRESHOLD (16ULL << 20)
 #define PART_SIZE (8ULL << 20)
 #define PART_ATTEMPTS 4			/* per part, each itself retried by the client */
-#define REQUEUE_MAX_MS 15000		/* a store back up is used again within this */
+#define REQUEUE_MAX_MS 10000		/* a store back up is used again within this */
 #define PERMANENT_REQUEUE_MS 60000	/* wrong key, no bucket: try again (fixed?) */
 #define CAPTURE_SUFFIX ".perf.data.zst"
 
