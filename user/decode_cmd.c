@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "log.h"
+#include "open_ui.h"
 #include "perfdata.h"
 #include "ptdecode.h"
 #include "s3.h"
@@ -28,6 +29,7 @@ struct decode_env {
 	bool have_raw_params;		/* a raw-only option was given */
 	bool stats;
 	struct s3_cli_opts s3;		/* for an s3:// CAPTURE */
+	unsigned open_port;		/* --open: serve the FXT to ui.perfetto.dev, 0: no */
 	const char *info;		/* --info FILE */
 	int verbose;
 };
@@ -70,6 +72,7 @@ enum {
 	OPT_KERNEL,
 	OPT_INFO,
 	OPT_PROGRESS,
+	OPT_OPEN,
 };
 
 static const struct argp_option decode_options[] = {
@@ -80,6 +83,9 @@ static const struct argp_option decode_options[] = {
 	{ "stats", OPT_STATS, NULL, 0,
 	  "Print instructions, blocks, calls, errors, syncs, bytes and time on stderr" },
 	{ "info", OPT_INFO, "FILE", 0, "Summarise a capture (CPUs, PT config, buffers, threads)" },
+	{ "open", OPT_OPEN, "PORT", OPTION_ARG_OPTIONAL,
+	  "Then open the trace in the Perfetto UI (ui.perfetto.dev): served once on "
+	  "127.0.0.1:PORT (default 9001, the port the UI accepts)" },
 
 	{ NULL, 0, NULL, 0, "Finding the code:", 2 },
 	{ "sysroot", OPT_SYSROOT, "DIR", 0,
@@ -215,6 +221,13 @@ static error_t parse_decode_opt(int key, char *arg, struct argp_state *state)
 	case OPT_INFO:
 		env->info = arg;
 		return 0;
+	case OPT_OPEN:
+		env->open_port = PERFETTO_UI_PORT;
+		if (arg && (parse_u64(arg, 1, 65535, &v) || !v))
+			return usage_error(state, "invalid --open port '%s' (1 to 65535)", arg);
+		if (arg)
+			env->open_port = (unsigned)v;
+		return 0;
 	case OPT_SYSROOT:
 		env->opts.sysroot = arg;
 		return 0;
@@ -301,6 +314,9 @@ static error_t parse_decode_opt(int key, char *arg, struct argp_state *state)
 					   "or --raw FILE:VADDR");
 		if (!env->opts.output && env->opts.format == DECODE_FXT)
 			return usage_error(state, "missing -o OUT.fxt (or --format text -o -)");
+		if (env->open_port && (env->opts.format != DECODE_FXT ||
+				       !strcmp(env->opts.output, "-")))
+			return usage_error(state, "--open needs an FXT file: -o OUT.fxt");
 		return 0;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -447,6 +463,13 @@ int cmd_decode(int argc, char **argv)
 	}
 	if (env.stats && (!err || stats.bytes))
 		print_stats(&stats);
+	if (!err && env.open_port) {
+		/* the trace is written; Ctrl-C before the UI fetched it is the user's choice,
+		 * a port in use a failure (said by perfetto_open) */
+		if (perfetto_open(env.opts.output, env.open_port) == -EADDRINUSE)
+			err = 1;
+		goto cleanup;
+	}
 	if (err) {
 		/* the decoder leaves naming the output to its caller: capture says it its way */
 		if (stats.write_err)

@@ -75,21 +75,21 @@ keys() {
 		"$E/$1?list-type=2&max-keys=1000&prefix=$(printf %s "$2" | sed 's|/|%2F|g')" |
 		grep -o '<Key>[^<]*</Key>' | sed 's|</\?Key>||g' | sort
 }
-# spool DIR RULE NAME TIME_NS HOST [SRC]: a spooled capture and its manifest, written as
-# the daemon writes them (temp name, rename; the manifest last)
+# spool DIR RULE NAME TIME_NS HOST [SRC]: a spooled capture and its manifest (every key
+# the daemon writes), the manifest renamed into place last as the daemon does; few
+# processes per entry: the machine is loaded and there are many
+declare -A SHA BYTES
+KERNEL=$(uname -r)
 spool() {
-	local dir=$1/$2 name=$3 t=$4 host=$5 src=${6:-$TMP/rec.zst} sha bytes
-	mkdir -p "$dir"
-	cp "$src" "$dir/.$name.perf.data.zst.tmp" && mv "$dir/.$name.perf.data.zst.tmp" "$dir/$name.perf.data.zst"
-	sha=$(sha256sum "$dir/$name.perf.data.zst" | cut -d' ' -f1)
-	bytes=$(stat -c %s "$dir/$name.perf.data.zst")
-	cat >"$dir/.$name.json.tmp" <<-EOF
-	{"version":1,"host":"$host","boot_id":"00000000-0000-0000-0000-000000000000","kernel":"$(uname -r)",
-	 "cpu":"test","ptbpf_version":"0.1.0","rule":"$2","labels":{"team":"test"},"time_ns":$t,
-	 "trigger":{"kind":"uprobe_latency","latency_ns":5300000,"pid":1,"tid":1,"comm":"recurse","ip":0,"sym":"main"},
-	 "window_ns":{"begin":$((t - 1000000)),"end":$t},"capture":"$name.perf.data.zst","bytes":$bytes,
-	 "sha256":"$sha","binaries":[{"path":"$BUILD/targets/recurse","build_id":""}]}
-	EOF
+	local dir=$1/$2 name=$3 t=$4 host=$5 src=${6:-$TMP/rec.zst}
+	[ -d "$dir" ] || mkdir -p "$dir"
+	if [ -z "${SHA[$src]:-}" ]; then
+		SHA[$src]=$(sha256sum "$src" | cut -d' ' -f1)
+		BYTES[$src]=$(stat -c %s "$src")
+	fi
+	cp "$src" "$dir/$name.perf.data.zst"
+	printf '%s\n' "{\"version\":1,\"host\":\"$host\",\"boot_id\":\"00000000-0000-0000-0000-000000000000\",\"kernel\":\"$KERNEL\",\"cpu\":\"test\",\"ptbpf_version\":\"0.1.0\",\"rule\":\"$2\",\"labels\":{\"team\":\"test\"},\"time_ns\":$t,\"trigger\":{\"kind\":\"uprobe_latency\",\"latency_ns\":5300000,\"pid\":1,\"tid\":1,\"comm\":\"recurse\",\"ip\":0,\"sym\":\"main\"},\"window_ns\":{\"begin\":$((t - 1000000)),\"end\":$t},\"capture\":\"$name.perf.data.zst\",\"bytes\":${BYTES[$src]},\"sha256\":\"${SHA[$src]}\",\"binaries\":[{\"path\":\"$BUILD/targets/recurse\",\"build_id\":\"\"}]}" \
+		>"$dir/.$name.json.tmp"
 	mv "$dir/.$name.json.tmp" "$dir/$name.json"
 }
 metric() { awk -v k="$1" '$1 == k { print $2 }' "$2"; }
@@ -114,8 +114,8 @@ T0=$(now_ns)
 for i in $(seq -w 1 50); do
 	if [ "$i" -le 04 ]; then
 		# four of them over 16 MiB: multipart (random bytes after the real capture)
-		{ cat "$TMP/rec.zst"; head -c $((18 << 20)) /dev/urandom; } >"$TMP/big.zst"
-		spool "$TMP/s50" slow "c$i" $((T0 + 10#$i)) "h$((10#$i % 3))" "$TMP/big.zst"
+		{ cat "$TMP/rec.zst"; head -c $((18 << 20)) /dev/urandom; } >"$TMP/big$i.zst"
+		spool "$TMP/s50" slow "c$i" $((T0 + 10#$i)) "h$((10#$i % 3))" "$TMP/big$i.zst"
 	else
 		spool "$TMP/s50" slow "c$i" $((T0 + 10#$i)) "h$((10#$i % 3))"
 	fi
@@ -123,15 +123,18 @@ done
 # 80 MB at 12 MB/s: still sending when RGW goes away
 bg_upload "$TMP/s50.err" --bucket captures --prefix fleet --credentials "$TMP/creds.ini" \
 	--rate 12000000 --concurrency 2 --metrics "$TMP/s50.prom" --until-empty "$TMP/s50"
+echo "+${SECONDS}s: 50 captures spooled, uploading"
 sleep 2
 rgw_pid=$(cat "$RGW_BASE/run/client.rgw.a.pid")
 kill -TERM "$rgw_pid"
 while [ -e "/proc/$rgw_pid" ] && ! grep -q '^State:.*Z' "/proc/$rgw_pid/status" 2>/dev/null; do sleep 0.1; done
-echo "RGW stopped at +2 s with $(ls "$TMP/s50/slow" | grep -c json) of 50 manifests still spooled"
+echo "+${SECONDS}s: RGW stopped with $(ls "$TMP/s50/slow" | grep -c json) of 50 manifests still spooled"
 sleep 30
 kill -0 "$up_pid" 2>/dev/null || fail "the uploader exited while RGW was down"
 "$SERVERS/rgw-up.sh" >/dev/null 2>"$TMP/rgw2.log" || { cat "$TMP/rgw2.log"; fail "RGW restart"; }
+echo "+${SECONDS}s: RGW restarted, $(ls "$TMP/s50/slow" | grep -c json) manifests spooled"
 wait "$up_pid" || { cat "$TMP/s50.err"; fail "the uploader did not drain the spool"; }
+echo "+${SECONDS}s: the uploader drained the spool"
 [ -z "$(ls -A "$TMP/s50/slow")" ] || fail "spool not empty: $(ls "$TMP/s50/slow" | head)"
 keys captures fleet/ >"$TMP/s50.keys"
 [ "$(wc -l <"$TMP/s50.keys")" = 100 ] || { cat "$TMP/s50.keys"; fail "expected 100 objects, got $(wc -l <"$TMP/s50.keys")"; }
@@ -162,7 +165,7 @@ done
 [ "$(metric 'ptbpf_upload_errors_total{cause="network"}' "$TMP/s50.prom")" -ge 1 ] ||
 	fail "the outage is not in ptbpf_upload_errors_total{cause=\"network\"}"
 [ "$(grep -c 'cannot reach' "$TMP/s50.err")" = 1 ] || { cat "$TMP/s50.err"; fail "the outage is not logged exactly once"; }
-echo "ok: 50 captures landed once across a 30 s outage ($(metric 'ptbpf_upload_errors_total{cause="network"}' "$TMP/s50.prom") failed attempts, retried)"
+echo "ok (+${SECONDS}s): 50 captures landed once across a 30 s outage ($(metric 'ptbpf_upload_errors_total{cause="network"}' "$TMP/s50.prom") failed attempts, retried)"
 
 # --- SIGKILL mid-multipart --------------------------------------------------------------
 head -c $((48 << 20)) /dev/urandom >"$TMP/huge.zst"
@@ -187,7 +190,7 @@ AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK "$PTBPF" captures get \
 	"s3://captures/$(keys captures fleet/v1/kill/ | grep zst)" -o "$TMP/gotk" --s3-endpoint "$E" >/dev/null ||
 	fail "get after the restart"
 cmp -s "$TMP/gotk/huge.perf.data.zst" "$TMP/huge.zst" || fail "the 48 MiB object differs"
-echo "ok: SIGKILL mid-multipart: nothing under the final name; after a restart, complete"
+echo "ok (+${SECONDS}s): SIGKILL mid-multipart: nothing under the final name; after a restart, complete"
 
 # --- wrong secret, missing bucket -------------------------------------------------------
 spool "$TMP/bad" r1 b1 "$(now_ns)" h1
@@ -201,7 +204,7 @@ wait "$up_pid"
 grep -q 'SignatureDoesNotMatch.*fix the credentials' "$TMP/bad.err" || { cat "$TMP/bad.err"; fail "wrong secret: no clear error"; }
 [ "$(ls "$TMP/bad/r1" | wc -l)" = 4 ] || fail "wrong secret: captures not kept in the spool"
 [ "$(metric 'ptbpf_upload_errors_total{cause="auth"}' "$TMP/bad.prom")" -ge 2 ] || fail "auth errors not counted"
-echo "ok: wrong secret: $(cat "$TMP/bad.err")"
+echo "ok (+${SECONDS}s): wrong secret: $(cat "$TMP/bad.err")"
 bg_upload "$TMP/nb.err" --bucket nosuchbucket --prefix fleet --credentials "$TMP/creds.ini" \
 	--metrics "$TMP/nb.prom" "$TMP/bad"
 sleep 3
@@ -214,7 +217,7 @@ wait "$up_pid"
 AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK "$PTBPF" captures ls s3://nosuchbucket/fleet \
 	--s3-endpoint "$E" >/dev/null 2>"$TMP/nbls.err" && fail "captures ls of a missing bucket succeeded"
 grep -q 'does not exist' "$TMP/nbls.err" || { cat "$TMP/nbls.err"; fail "captures ls: unclear error"; }
-echo "ok: missing bucket: $(cat "$TMP/nb.err")"
+echo "ok (+${SECONDS}s): missing bucket: $(cat "$TMP/nb.err")"
 
 # --- bandwidth cap ----------------------------------------------------------------------
 for i in 1 2 3; do
@@ -264,7 +267,7 @@ check_ls "a_now b_now a_3h a_30h b_50h "
 AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK "$PTBPF" captures ls s3://captures/team/x \
 	--s3-endpoint "$E" --rule alpha >"$TMP/ls.txt" || fail "captures ls (table)"
 [ "$(grep -c 'alpha  *uprobe_latency  *5.30ms' "$TMP/ls.txt")" = 3 ] || { cat "$TMP/ls.txt"; fail "ls table"; }
-echo "ok: captures ls --since/--rule/--host exact sets"
+echo "ok (+${SECONDS}s): captures ls --since/--rule/--host exact sets"
 
 # --- decode s3:// == decode of the local capture ----------------------------------------
 key=$(AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK "$PTBPF" captures ls s3://captures/team/x \
@@ -277,6 +280,8 @@ upload:
   max_bytes_per_second: 20M
   concurrency: 2
 EOF
+mkdir -p "$TMP/tmpd"
+export TMPDIR=$TMP/tmpd	# where decode s3:// downloads to: left empty
 env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY HOME=$TMP "$PTBPF" decode "s3://captures/$key" \
 	--config "$TMP/ptbpf.yaml" -o "$TMP/s3.fxt" 2>"$TMP/dec.err" || { cat "$TMP/dec.err"; fail "decode s3://"; }
 "$PTBPF" decode "$TMP/rec.data" -o "$TMP/local.fxt" 2>/dev/null || fail "decode of the local capture"
@@ -286,7 +291,23 @@ AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK "$PTBPF" decode "s3://captures/$
 "$PTBPF" decode "$TMP/rec.data" --format text -o "$TMP/local.txt" 2>/dev/null
 cmp -s "$TMP/s3.txt" "$TMP/local.txt" || fail "text outputs differ"
 grep -q ' main ' "$TMP/s3.txt" || fail "no main in the decoded capture"
-[ -z "$(ls /tmp | grep "^ptbpf-s3-" || true)" ] || echo "note: other ptbpf-s3-* temp dirs exist in /tmp"
+[ -z "$(ls -A "$TMP/tmpd")" ] || fail "decode s3:// left files behind: $(ls "$TMP/tmpd")"
+# one command from the bucket to the Perfetto UI: decode --open serves the trace once on
+# 127.0.0.1 for ui.perfetto.dev (CORS), as Perfetto's open_trace_in_ui does; here curl
+# plays the browser
+OPORT=${PTBPF_OPEN_TEST_PORT:-19071}
+AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK "$PTBPF" decode "s3://captures/$key" --s3-endpoint "$E" \
+	-o "$TMP/open.fxt" --open=$OPORT 2>"$TMP/open.err" &
+open_pid=$!
+pids+=("$open_pid")
+for _ in $(seq 200); do grep -q "url=http://127.0.0.1:$OPORT/open.fxt" "$TMP/open.err" && break; sleep 0.1; done
+grep -q "open https://ui.perfetto.dev/#!/?url=http://127.0.0.1:$OPORT/open.fxt" "$TMP/open.err" ||
+	{ cat "$TMP/open.err"; fail "decode --open printed no Perfetto URL"; }
+curl -sS -H "Origin: https://ui.perfetto.dev" -D "$TMP/open.hdr" -o "$TMP/open.got" \
+	"http://127.0.0.1:$OPORT/open.fxt" || fail "cannot fetch the served trace"
+grep -qi '^Access-Control-Allow-Origin: https://ui.perfetto.dev' "$TMP/open.hdr" || fail "no CORS header for the UI"
+cmp -s "$TMP/open.got" "$TMP/local.fxt" || fail "the served trace differs"
+wait "$open_pid" || fail "decode --open did not exit 0 after the trace was fetched"
 # a corrupt object: its manifest's sha256 does not match -> refused, nothing decoded
 sed 's/"sha256":"[0-9a-f]*"/"sha256":"0000000000000000000000000000000000000000000000000000000000000000"/' \
 	"$TMP/got/c01.json" >"$TMP/corrupt.json"
@@ -299,10 +320,11 @@ AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK "$PTBPF" decode s3://captures/ba
 	--s3-endpoint "$E" -o "$TMP/bad.fxt" 2>"$TMP/bad-dec.err" && fail "a corrupt capture was decoded"
 grep -q 'sha256' "$TMP/bad-dec.err" || { cat "$TMP/bad-dec.err"; fail "corrupt capture: unclear error"; }
 [ ! -e "$TMP/bad.fxt" ] || fail "a trace was written for a corrupt capture"
-echo "ok: decode s3:// equals the local decode; a corrupt object is refused"
+[ -z "$(ls -A "$TMP/tmpd")" ] || fail "a failed decode s3:// left files behind: $(ls "$TMP/tmpd")"
+echo "ok (+${SECONDS}s): decode s3:// equals the local decode; a corrupt object is refused"
 
 # --- no secret anywhere -----------------------------------------------------------------
 if grep -rl -- "$SK" "$TMP"/*.err "$TMP"/*.prom "$TMP"/*.txt "$TMP/got" 2>/dev/null; then
 	fail "the secret key appears in a log, metric or manifest"
 fi
-echo "ok: the secret is in no log, metric or manifest"
+echo "ok (+${SECONDS}s): the secret is in no log, metric or manifest"

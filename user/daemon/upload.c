@@ -467,15 +467,14 @@ static int upload_one(struct uploader *u, struct s3_client *c, const char *manif
 		err = -EBADMSG;
 		goto out;
 	}
-	if (mi.sha256[0]) {
+	/* a single PUT checks the manifest's sha256 in the pass that hashes the body; a
+	 * multipart upload hashes part by part, so the whole file is checked first */
+	if (mi.sha256[0] && (uint64_t)st.st_size > MULTIPART_THRESHOLD) {
 		err = s3_digest_fd(fd, 0, (uint64_t)st.st_size, sha, NULL);
 		if (!err && strcasecmp(sha, mi.sha256))
 			err = -EBADMSG;
-		if (err) {
-			elog("upload: %s does not match the sha256 of its manifest; left in the "
-			     "spool\n", capture);
-			goto out;
-		}
+		if (err)
+			goto bad_sha;
 	}
 	err = upload_object_key(u->cfg.prefix, mi.rule, mi.time_ns,
 				mi.host[0] ? mi.host : u->host, mi.capture, key, sizeof(key));
@@ -490,7 +489,10 @@ static int upload_one(struct uploader *u, struct s3_client *c, const char *manif
 	if ((uint64_t)st.st_size > MULTIPART_THRESHOLD)
 		err = upload_multipart(c, key, fd, (uint64_t)st.st_size);
 	else
-		err = s3__put_fd(c, key, fd, 0, (uint64_t)st.st_size, etag);
+		err = s3__put_fd(c, key, fd, 0, (uint64_t)st.st_size,
+				 mi.sha256[0] ? mi.sha256 : NULL, etag);
+	if (err == -EBADMSG && !s3_client__last_error(c)->http_status)
+		goto bad_sha;
 	if (!err)
 		err = s3__put_mem(c, mkey, mi.text, mi.text_len, "application/json");
 	if (err) {
@@ -506,6 +508,12 @@ static int upload_one(struct uploader *u, struct s3_client *c, const char *manif
 		elog("upload: cannot remove %s: %s\n", capture, strerror(errno));
 	fsync_dir_of(manifest);
 	vlog("upload: %s -> s3://%s/%s\n", mi.capture, u->cfg.bucket, key);
+	goto out;
+bad_sha:
+	elog("upload: %s does not match the sha256 of its manifest; left in the spool\n",
+	     capture);
+	*cause = CAUSE_SPOOL;
+	err = -EBADMSG;
 out:
 	if (fd >= 0)
 		close(fd);
@@ -607,7 +615,7 @@ static void finish_item(struct uploader *u, struct upload_item *done, int err,
 		delay = s3_backoff_ms(done->failures, 1000, REQUEUE_MAX_MS, (uint32_t)rand());
 	done->not_before_ms = now_ms() + delay;
 	done->busy = false;
-	if (!u->cause_logged[cause] && cause != CAUSE_SPOOL && cause != CAUSE_CHECKSUM) {
+	if (!u->cause_logged[cause] && cause != CAUSE_SPOOL) {
 		u->cause_logged[cause] = true;
 		pthread_mutex_unlock(&u->lock);
 		elog("upload: %s; captures stay in the spool and are retried\n",

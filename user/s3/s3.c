@@ -516,7 +516,7 @@ static int check_etag_md5(struct s3_client *c, const char *etag, const uint8_t m
 }
 
 int s3__put_fd(struct s3_client *c, const char *key, int fd, uint64_t off, uint64_t len,
-	       char etag[S3_ETAG_MAX])
+	       const char *expect_sha256, char etag[S3_ETAG_MAX])
 {
 	char sha[S3_SHA256_HEX_LEN + 1];
 	uint8_t md5[S3_MD5_LEN];
@@ -527,6 +527,12 @@ int s3__put_fd(struct s3_client *c, const char *key, int fd, uint64_t off, uint6
 	err = s3_digest_fd(fd, off, len, sha, md5);
 	if (err)
 		return err;
+	if (expect_sha256 && strcasecmp(sha, expect_sha256)) {
+		memset(&c->err, 0, sizeof(c->err));
+		snprintf(c->err.message, sizeof(c->err.message), "SHA-256 %s, expected %s", sha,
+			 expect_sha256);
+		return -EBADMSG;
+	}
 	err = request(c, "PUT", key, NULL, 0, &b, sha, NULL, &r);
 	if (!err)
 		err = check_etag_md5(c, r.etag, md5);

@@ -63,10 +63,11 @@ const struct s3_error *s3_client__last_error(const struct s3_client *c);
 const char *s3_client__explain(const struct s3_client *c, char *buf, size_t size);
 
 /* PUT a whole object from bytes [off, off+len) of fd; etag receives the server's ETag
- * (quotes stripped). The body's SHA-256 is computed here; its MD5 is checked against the
- * ETag when the server returns an MD5 ETag. */
+ * (quotes stripped). The body's SHA-256 is computed here (when expect_sha256 is given
+ * and differs, nothing is sent: -EBADMSG); its MD5 is checked against the ETag when the
+ * server returns an MD5 ETag. */
 int s3__put_fd(struct s3_client *c, const char *key, int fd, uint64_t off, uint64_t len,
-	       char etag[S3_ETAG_MAX]);
+	       const char *expect_sha256, char etag[S3_ETAG_MAX]);
 int s3__put_mem(struct s3_client *c, const char *key, const void *data, size_t len,
 		const char *content_type);
 
