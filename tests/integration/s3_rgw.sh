@@ -111,11 +111,11 @@ mkbucket captures
 
 # --- 50 captures, RGW down for 30 s in the middle ---------------------------------------
 T0=$(now_ns)
+# four of them over 16 MiB: multipart (random bytes after the real capture)
+{ cat "$TMP/rec.zst"; head -c $((18 << 20)) /dev/urandom; } >"$TMP/big.zst"
 for i in $(seq -w 1 50); do
 	if [ "$i" -le 04 ]; then
-		# four of them over 16 MiB: multipart (random bytes after the real capture)
-		{ cat "$TMP/rec.zst"; head -c $((18 << 20)) /dev/urandom; } >"$TMP/big$i.zst"
-		spool "$TMP/s50" slow "c$i" $((T0 + 10#$i)) "h$((10#$i % 3))" "$TMP/big$i.zst"
+		spool "$TMP/s50" slow "c$i" $((T0 + 10#$i)) "h$((10#$i % 3))" "$TMP/big.zst"
 	else
 		spool "$TMP/s50" slow "c$i" $((T0 + 10#$i)) "h$((10#$i % 3))"
 	fi
@@ -139,10 +139,14 @@ echo "+${SECONDS}s: the uploader drained the spool"
 keys captures fleet/ >"$TMP/s50.keys"
 [ "$(wc -l <"$TMP/s50.keys")" = 100 ] || { cat "$TMP/s50.keys"; fail "expected 100 objects, got $(wc -l <"$TMP/s50.keys")"; }
 [ "$(grep -c '\.perf\.data\.zst$' "$TMP/s50.keys")" = 50 ] || fail "not 50 captures"
-for i in $(seq -w 1 50); do
-	grep -q "^fleet/v1/slow/$(date -u -d @$((T0 / 1000000000)) +%Y/%m/%d)/h$((10#$i % 3))/c$i.json$" "$TMP/s50.keys" ||
-		fail "c$i.json not where the layout puts it"
-done
+"${PYTHON:-python3}" - "$TMP/s50.keys" "$(date -u -d @$((T0 / 1000000000)) +%Y/%m/%d)" <<'PY' ||
+import sys
+keys = set(open(sys.argv[1]).read().split())
+want = {f"fleet/v1/slow/{sys.argv[2]}/h{i % 3}/c{i:02d}.{ext}"
+        for i in range(1, 51) for ext in ("perf.data.zst", "json")}
+sys.exit(0 if keys == want else print("unexpected:", sorted(keys - want), "missing:", sorted(want - keys)) or 1)
+PY
+	fail "the objects are not exactly the 50 captures and manifests where the layout puts them"
 # every capture as spooled: the small ones (copies of rec.zst) by their ETag (the MD5 of
 # a single PUT), the multipart ones back through captures get, which checks the sha256
 # their manifests hold
@@ -168,7 +172,7 @@ done
 echo "ok (+${SECONDS}s): 50 captures landed once across a 30 s outage ($(metric 'ptbpf_upload_errors_total{cause="network"}' "$TMP/s50.prom") failed attempts, retried)"
 
 # --- SIGKILL mid-multipart --------------------------------------------------------------
-head -c $((48 << 20)) /dev/urandom >"$TMP/huge.zst"
+head -c $((40 << 20)) /dev/urandom >"$TMP/huge.zst"
 spool "$TMP/sk" kill huge "$(now_ns)" hk "$TMP/huge.zst"
 bg_upload "$TMP/sk.err" --bucket captures --prefix fleet --credentials "$TMP/creds.ini" \
 	--rate 8000000 "$TMP/sk"
@@ -189,7 +193,7 @@ upload --bucket captures --prefix fleet --credentials "$TMP/creds.ini" --until-e
 AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK "$PTBPF" captures get \
 	"s3://captures/$(keys captures fleet/v1/kill/ | grep zst)" -o "$TMP/gotk" --s3-endpoint "$E" >/dev/null ||
 	fail "get after the restart"
-cmp -s "$TMP/gotk/huge.perf.data.zst" "$TMP/huge.zst" || fail "the 48 MiB object differs"
+cmp -s "$TMP/gotk/huge.perf.data.zst" "$TMP/huge.zst" || fail "the 40 MiB object differs"
 echo "ok (+${SECONDS}s): SIGKILL mid-multipart: nothing under the final name; after a restart, complete"
 
 # --- wrong secret, missing bucket -------------------------------------------------------
@@ -234,8 +238,9 @@ bytes=$(metric ptbpf_upload_bytes_total "$TMP/bw.prom")
 rate=$(( bytes * 1000000000 / (t1 - t0) ))
 echo "bandwidth: $bytes bytes in $(( (t1 - t0) / 1000000 )) ms = $rate B/s with a cap of $RATE B/s"
 [ "$rate" -le $(( RATE * 110 / 100 )) ] || fail "bandwidth cap exceeded by more than 10 %"
-# and the cap is what limits it, not something else
-[ "$rate" -ge $(( RATE * 80 / 100 )) ] || fail "uploads far slower than the cap"
+# and the cap is what limits it (not bits for bytes...); a loaded machine's RGW may not
+# keep up with even 2 MB/s, so this bound is loose
+[ "$rate" -ge $(( RATE * 50 / 100 )) ] || fail "uploads far slower than the cap"
 
 # --- captures ls: exact sets ------------------------------------------------------------
 NOW=$(now_ns) H=3600000000000
