@@ -168,6 +168,9 @@ done
 [ "$(metric 'ptbpf_uploads_total{result="ok"}' "$TMP/s50.prom")" = 50 ] || { cat "$TMP/s50.prom"; fail "uploads_total ok != 50"; }
 [ "$(metric 'ptbpf_upload_errors_total{cause="network"}' "$TMP/s50.prom")" -ge 1 ] ||
 	fail "the outage is not in ptbpf_upload_errors_total{cause=\"network\"}"
+if command -v promtool >/dev/null; then
+	promtool check metrics <"$TMP/s50.prom" || fail "promtool rejects the uploader's metrics"
+fi
 [ "$(grep -c 'cannot reach' "$TMP/s50.err")" = 1 ] || { cat "$TMP/s50.err"; fail "the outage is not logged exactly once"; }
 echo "ok (+${SECONDS}s): 50 captures landed once across a 30 s outage ($(metric 'ptbpf_upload_errors_total{cause="network"}' "$TMP/s50.prom") failed attempts, retried)"
 

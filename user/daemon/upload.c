@@ -41,6 +41,7 @@ enum upload_cause {
 	CAUSE_SPOOL,			/* manifest or capture unreadable or inconsistent */
 	CAUSE_OTHER,
 	NR_CAUSES,
+	CAUSE_GONE = NR_CAUSES,		/* not an error: the spool dropped it meanwhile */
 };
 
 static const char *const cause_names[NR_CAUSES] = {
@@ -434,8 +435,10 @@ static int upload_one(struct uploader *u, struct s3_client *c, const char *manif
 	*cause = CAUSE_SPOOL;
 	*sent = 0;
 	err = read_manifest(manifest, &mi);
-	if (err == -ENOENT)
-		return 0;	/* gone meanwhile (evicted by the spool quota) */
+	if (err == -ENOENT) {
+		*cause = CAUSE_GONE;	/* evicted by the spool quota meanwhile */
+		return err;
+	}
 	if (err) {
 		elog("upload: %s: unreadable manifest (%s); left in the spool\n", manifest,
 		     strerror(-err));
@@ -583,18 +586,20 @@ static void finish_item(struct uploader *u, struct upload_item *done, int err,
 	unsigned delay;
 
 	pthread_mutex_lock(&u->lock);
-	if (!err) {
+	if (!err || cause == CAUSE_GONE) {
 		for (pp = &u->queue; *pp; pp = &(*pp)->next) {
 			if (*pp == done) {
 				*pp = done->next;
 				break;
 			}
 		}
-		u->uploads_ok++;
-		u->bytes_total += sent;
-		observe_seconds(u, secs);
-		/* the store works again: a later failure is news, log it again */
-		memset(u->cause_logged, 0, sizeof(u->cause_logged));
+		if (!err) {
+			u->uploads_ok++;
+			u->bytes_total += sent;
+			observe_seconds(u, secs);
+			/* the store works again: a later failure is news, log it again */
+			memset(u->cause_logged, 0, sizeof(u->cause_logged));
+		}
 		pthread_mutex_unlock(&u->lock);
 		free(done->manifest);
 		free(done);
@@ -698,7 +703,8 @@ int uploader__write_metrics(struct uploader *u, FILE *out)
 	uploader__pending(u, &files, &bytes);
 	pthread_mutex_lock(&u->lock);
 	fprintf(out,
-		"# HELP ptbpf_uploads_total Captures sent to object storage, by result.\n"
+		"# HELP ptbpf_uploads_total Captures confirmed by the store (ok) and failed upload "
+		"attempts (failed).\n"
 		"# TYPE ptbpf_uploads_total counter\n"
 		"ptbpf_uploads_total{result=\"ok\"} %" PRIu64 "\n"
 		"ptbpf_uploads_total{result=\"failed\"} %" PRIu64 "\n"
