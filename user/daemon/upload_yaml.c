@@ -111,8 +111,10 @@ int upload_config__from_yaml(const char *path, struct upload_config *cfg, char *
 	last_error = NULL;
 	rc = cyaml_load_file(path, &config, &root_schema, (cyaml_data_t **)&root, NULL);
 	if (rc != CYAML_OK) {
-		snprintf(err_buf, err_size, "%s: %s%s%s", path, cyaml_strerror(rc),
-			 last_error ? ": " : "", last_error ? last_error : "");
+		/* libcyaml's log line says more than its error code ("Load: Missing required
+		 * mapping field: bucket") */
+		snprintf(err_buf, err_size, "%s: %s", path,
+			 last_error ? last_error : cyaml_strerror(rc));
 		return rc == CYAML_ERR_FILE_OPEN ? -ENOENT : -EINVAL;
 	}
 	if (!root->upload) {
