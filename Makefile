@@ -54,8 +54,8 @@ PTBPF_CFLAGS = -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field
 # Recursive (=): evaluated only when linking, so a host without pkg-config still
 # reaches the dependency check of `make demo` / `make test`.
 PKG_CONFIG ?= pkg-config
-PTBPF_PKGS := libbpf libelf libdw zlib libzstd json-c capstone \
-	      libcyaml yaml-0.1 libmicrohttpd libsystemd libcrypto
+PTBPF_PKGS := libbpf libelf libdw zlib libzstd json-c capstone libcyaml yaml-0.1 \
+	      libmicrohttpd libsystemd libcrypto libcurl libdebuginfod
 PTBPF_LDLIBS = $(shell $(PKG_CONFIG) --libs $(PTBPF_PKGS)) -lipt -liberty -lpthread -lm
 LDLIBS_CMOCKA = $(shell $(PKG_CONFIG) --libs cmocka)
 
@@ -66,16 +66,21 @@ LDLIBS_CMOCKA = $(shell $(PKG_CONFIG) --libs cmocka)
 #   user/             the commands and helpers the backends share
 #   user/pt/          Intel PT backend: PMU, data ring, kcore, host info
 #   user/singlestep/  the software backend (ptrace, x86 encoder of PT packets)
-#   user/daemon/      fleet mode
+#   user/daemon/      fleet mode (upload.c: the uploader of spooled captures)
+#   user/s3/          S3 client on libcurl
 ROOM_INC_decoder := -Idecoder
 ROOM_INC_perfdata := -Iperfdata
-ROOM_INC_user := -Iuser -Iuser/pt		# doctor reads the PT PMU's capabilities
+# doctor reads the PT PMU's capabilities; captures and decode s3:// use the S3 client and
+# the upload layout and config
+ROOM_INC_user := -Iuser -Iuser/pt -Iuser/s3 -Iuser/daemon
 ROOM_INC_user/pt := -Iuser/pt -Iuser		# backend.h, target, privs, vdso
 ROOM_INC_user/singlestep := -Iuser/singlestep -Iuser
-ROOM_INC_user/daemon := -Iuser/daemon -Iuser
+ROOM_INC_user/daemon := -Iuser/daemon -Iuser -Iuser/s3	# the uploader on the S3 client
+ROOM_INC_user/s3 := -Iuser/s3
 room_inc = $(ROOM_INC_$(patsubst %/,%,$(dir $(1))))
 # tests see every room: they test each one's internals.
-TEST_INC := -Idecoder -Iperfdata -Iuser -Iuser/pt -Iuser/singlestep -Iuser/daemon -Itests/unit
+TEST_INC := -Idecoder -Iperfdata -Iuser -Iuser/pt -Iuser/singlestep -Iuser/daemon -Iuser/s3 \
+	    -Itests/unit
 
 compile = $(CC) $(PTBPF_CPPFLAGS) $(1) $(CPPFLAGS) $(PTBPF_CFLAGS) $(CFLAGS)
 

@@ -330,8 +330,9 @@ static bool build_id_path(const char *dir, const struct ptd_dso *d, char *buf, s
 
 /*
  * Find the file of a dso: the recorded path under --sysroot (when its build-id agrees),
- * else the build-id cache (--debug-dir, then ~/.debug). A vDSO the capture does not hold
- * (perf record keeps it in its build-id cache only) is looked up there too.
+ * else the build-id cache (--debug-dir, then ~/.debug), else the debuginfod servers of
+ * DEBUGINFOD_URLS. A vDSO the capture does not hold (perf record keeps it in its build-id
+ * cache only) is looked up in the caches too.
  */
 static void dso_resolve(struct ptd_images *im, struct ptd_dso *d)
 {
@@ -351,6 +352,14 @@ static void dso_resolve(struct ptd_images *im, struct ptd_dso *d)
 		snprintf(dir, sizeof(dir), "%s/.debug", home);
 		if (build_id_path(dir, d, buf, sizeof(buf)))
 			goto found;
+	}
+	if (!is_vdso(d) && d->build_id_size) {
+		char *path;
+
+		if (!ptd_debuginfod_find(false, d->build_id, d->build_id_size, &path)) {
+			d->path = path;
+			return;
+		}
 	}
 	/* a file whose build-id differs is better than none: decoding will tell */
 	snprintf(buf, sizeof(buf), "%s%s", im->sysroot ? im->sysroot : "", d->name);
@@ -576,11 +585,18 @@ static int add_section(struct ptd_images *im, struct ptd_aspace *as, struct ptd_
 	if (!d->path) {
 		dso_resolve(im, d);
 		if (!d->path) {
-			if (!d->warned && d->name[0] == '/')
-				elog("warning: %s: binary not found%s%s; its code cannot be "
+			if (!d->warned && d->name[0] == '/') {
+				char hex[2 * sizeof(d->build_id) + 1] = "";
+				unsigned i;
+
+				for (i = 0; i < d->build_id_size; i++)
+					sprintf(hex + 2 * i, "%02x", d->build_id[i]);
+				elog("warning: %s: binary not found%s%s%s%s%s; its code cannot be "
 				     "decoded and its frames show as %s+0xoff\n", d->name,
+				     hex[0] ? " (build-id " : "", hex, hex[0] ? ")" : "",
 				     im->sysroot ? " under " : "", im->sysroot ? im->sysroot : "",
 				     strrchr(d->name, '/') + 1);
+			}
 			else if (!d->warned && is_vdso(d))
 				/* -v only: every perf capture maps one, few traces enter it */
 				vlog("[vdso]: neither in the capture nor in a build-id cache "

@@ -144,6 +144,11 @@ int ptd_images_build(struct ptd_images *im, int as);
 struct pt_image *ptd_aspace_image(struct ptd_images *im, int as);
 /* The file of a dso, looked up (sysroot, build-id cache) on first use; NULL: missing. */
 const char *ptd_dso_path(struct ptd_images *im, uint32_t dso);
+/* The executable (or, with debuginfo, the debug file) of a build-id from the debuginfod
+ * servers of DEBUGINFOD_URLS; *path is allocated. -ENOSYS when none is set. */
+int ptd_debuginfod_find(bool debuginfo, const uint8_t *build_id, uint32_t size, char **path);
+/* Whether an ELF file has a .symtab (a stripped one has at most .dynsym). */
+bool ptd_elf_has_symtab(const char *path);
 /* The mapping of `as` holding `addr`, or NULL. */
 const struct ptd_map *ptd_aspace_lookup(const struct ptd_images *im, int as, uint64_t addr);
 /* The vDSO bytes ("[vdso]" mappings use them). */

@@ -223,8 +223,10 @@ static bool regular_file(const char *path)
 	return !stat(path, &sb) && S_ISREG(sb.st_mode);
 }
 
-/* The separate debug file of a build-id, in the usual places. */
-static struct symtab *load_debug_file(struct symbols *sy, const uint8_t *id, uint32_t size)
+/* The separate debug file of a build-id, in the usual places; with `remote`, from the
+ * debuginfod servers too. */
+static struct symtab *load_debug_file(struct symbols *sy, const uint8_t *id, uint32_t size,
+				      bool remote)
 {
 	static const char *const suffixes[] = { ".debug", "/debug", "/elf", "" };
 	char hex[2 * 64 + 1], path[PATH_MAX], home_dir[PATH_MAX];
@@ -255,7 +257,18 @@ static struct symtab *load_debug_file(struct symbols *sy, const uint8_t *id, uin
 			return st;
 		}
 	}
-	return NULL;
+	/* last: the debuginfod servers (DEBUGINFOD_URLS), for binaries built elsewhere */
+	{
+		struct symtab *st = NULL;
+		char *found;
+
+		if (remote && !ptd_debuginfod_find(true, id, size, &found)) {
+			if (symtab__load(found, &st))
+				st = NULL;
+			free(found);
+		}
+		return st;
+	}
 }
 
 /*
@@ -345,9 +358,13 @@ static struct sdso *sdso_get(struct symbols *sy, uint32_t dso)
 			symtab__build_id(sd->st, &id, &size);
 		if (!size && path && !symtab__read_build_id(path, buf, sizeof(buf), &size))
 			id = buf;
-		sd->debug = load_debug_file(sy, id, size);
+		/* local debug files by build-id, then by .gnu_debuglink; debuginfod last and
+		 * only for a stripped file: an unstripped one has its symbols */
+		sd->debug = load_debug_file(sy, id, size, false);
 		if (!sd->debug && path)
 			sd->debug = load_debuglink(sy, path);
+		if (!sd->debug && (!path || !ptd_elf_has_symtab(path)))
+			sd->debug = load_debug_file(sy, id, size, true);
 	}
 	return sd;
 }

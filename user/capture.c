@@ -28,6 +28,7 @@
 #include "output.h"
 #include "perfdata.h"
 #include "ptdecode.h"
+#include "symtab.h"
 #include "target.h"
 #include "triggers.h"
 
@@ -151,6 +152,46 @@ static int check_backend_triggers(const struct capture_opts *opts, const struct 
 }
 
 static const char *target_end(struct target *t, char *buf, size_t size);
+
+/*
+ * HEADER_BUILD_ID for every file the capture maps, read from the files now (as perf
+ * record does at its end): a capture decoded on another host finds its binaries by
+ * build-id (build-id caches, debuginfod), and a file replaced since is noticed.
+ */
+static int add_build_ids(struct capture *cap)
+{
+	size_t i, j;
+	int err;
+
+	for (i = 0; i < cap->nr_records; i++) {
+		const struct pd_record *r = &cap->records[i];
+		struct pd_build_id bid = { .pid = -1, .misc = PERF_RECORD_MISC_USER };
+		uint32_t size = 0;
+		bool have = false;
+
+		if ((r->type != PERF_RECORD_MMAP2 && r->type != PERF_RECORD_MMAP) ||
+		    !r->mmap.filename || r->mmap.filename[0] != '/')
+			continue;
+		for (j = 0; j < cap->nr_build_ids && !have; j++)
+			have = cap->build_ids[j].filename &&
+			       !strcmp(cap->build_ids[j].filename, r->mmap.filename);
+		if (have)
+			continue;
+		if (r->mmap.build_id_size) {
+			size = r->mmap.build_id_size;
+			memcpy(bid.id, r->mmap.build_id, size);
+		} else if (symtab__read_build_id(r->mmap.filename, bid.id, sizeof(bid.id), &size) ||
+			   !size) {
+			continue;	/* gone, unreadable, or no build-id note */
+		}
+		bid.size = (uint8_t)size;
+		bid.filename = r->mmap.filename;
+		err = capture__add_build_id(cap, &bid);
+		if (err)
+			return err;
+	}
+	return 0;
+}
 
 static int add_trigger_record(struct capture *cap, const struct capture_run *run)
 {
@@ -339,7 +380,7 @@ static int take_snapshot(struct capture_run *run)
 	verify_failed = err == -EILSEQ;
 	if (verify_failed)
 		err = 0;
-	err = err ?: add_trigger_record(cap, run);
+	err = err ?: add_trigger_record(cap, run) ?: add_build_ids(cap);
 	if (err) {
 		elog("snapshot failed: %s\n", strerror(-err));
 		goto cleanup;

@@ -23,7 +23,8 @@ static const char capture_doc[] =
 	"\n"
 	"Commands:\n"
 	"  ptbpf [TRIGGERS] [OPTIONS] (-p PID | -- CMD [ARGS])  capture (default)\n"
-	"  ptbpf decode [OPTIONS] CAPTURE -o OUT.fxt            decode a capture\n"
+	"  ptbpf decode [OPTIONS] CAPTURE -o OUT.fxt            decode (file, s3://)\n"
+	"  ptbpf captures ls|get s3://BUCKET/...                fleet captures in S3\n"
 	"  ptbpf doctor [--json]                                what this host supports\n"
 	"  ptbpf symbols BIN [PATTERN]                          functions to trigger on\n"
 	"  ptbpf daemon [--config FILE] | status                fleet agent: rules, spool\n"
@@ -323,9 +324,16 @@ static const struct argp std_argp = {
 
 int cli_parse(const struct argp *argp, int argc, char **argv, unsigned flags, void *input)
 {
-	const struct argp_child children[] = { { &std_argp, 0, NULL, 0 }, {} };
+	struct argp_child children[8] = {};
+	const struct argp_child *c;
 	struct argp with_std = *argp;
+	size_t n = 0;
 
+	/* the command's own children (shared option groups) first: their child_inputs
+	 * indexes stay the command's */
+	for (c = argp->children; c && c->argp && n < sizeof(children) / sizeof(children[0]) - 2; c++)
+		children[n++] = *c;
+	children[n] = (struct argp_child){ &std_argp, 0, NULL, 0 };
 	with_std.children = children;
 	usage_reported = false;
 	return argp_parse(&with_std, argc, argv, flags | ARGP_NO_ERRS | ARGP_NO_HELP, NULL,

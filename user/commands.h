@@ -18,5 +18,6 @@ int cmd_daemon(int argc, char **argv);		/* user/daemon/daemon.c */
 int cmd_symbols(int argc, char **argv);		/* user/symbols_cmd.c */
 /* The functions of `bin` matching `pattern` (NULL: all), ranked, on stdout. */
 int symbols_pick(const char *bin, const char *pattern);
+int cmd_captures(int argc, char **argv);	/* user/captures_cmd.c */
 
 #endif /* PTBPF_COMMANDS_H */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* `ptbpf decode`: a capture (perf.data) or raw PT with images -> FXT, text or a call list. */
 #include <argp.h>
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -8,12 +9,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "captures.h"
 #include "cli.h"
 #include "commands.h"
 #include "log.h"
 #include "output.h"
+#include "open_ui.h"
 #include "perfdata.h"
 #include "ptdecode.h"
+#include "s3.h"
 
 #define MAX_RAW_IMAGES 4096
 
@@ -25,6 +29,8 @@ struct decode_env {
 	unsigned nr_images;
 	bool have_raw_params;		/* a raw-only option was given */
 	bool stats;
+	struct s3_cli_opts s3;		/* for an s3:// CAPTURE */
+	unsigned open_port;		/* --open: serve the FXT to ui.perfetto.dev, 0: no */
 	const char *info;		/* --info FILE */
 	int verbose;
 };
@@ -34,7 +40,9 @@ static const char decode_doc[] =
 	"\n"
 	"CAPTURE is a perf.data file (or directory) written by ptbpf --keep-capture or by "
 	"`perf record -e intel_pt//`, or either compressed with zstd (.perf.data.zst, as the "
-	"daemon spools them). With --raw-pt, a raw PT dump is decoded against the "
+	"daemon spools them), or a fleet capture in object storage, "
+	"s3://BUCKET/KEY.perf.data.zst (fetched, its sha256 checked, then decoded). With "
+	"--raw-pt, a raw PT dump is decoded against the "
 	"images given with --elf and --raw, as libipt's ptxed does."
 	"\v"
 	"Examples:\n"
@@ -44,6 +52,8 @@ static const char decode_doc[] =
 	"  ptbpf decode --raw-pt pt.bin --elf ./hello --cpu 6/85/4 --mtc-freq 3 \\\n"
 	"      --nom-freq 37 --cpuid-0x15 2,308 -o hello.fxt\n"
 	"  ptbpf decode --info perf.data\n"
+	"  ptbpf decode s3://captures/fleet/v1/slow/2026/12/01/web-17/NAME.perf.data.zst "
+	"--config /etc/ptbpf/ptbpf.yaml -o t.fxt\n"
 	"\n"
 	"--format text prints, per thread, one line per slice: DEPTH NAME BEGIN_NS END_NS. "
 	"--format calls prints one line per control-flow event: PID/TID TIME KIND FROM TO NAME.";
@@ -65,6 +75,7 @@ enum {
 	OPT_KERNEL,
 	OPT_INFO,
 	OPT_PROGRESS,
+	OPT_OPEN,
 };
 
 static const struct argp_option decode_options[] = {
@@ -75,6 +86,9 @@ static const struct argp_option decode_options[] = {
 	{ "stats", OPT_STATS, NULL, 0,
 	  "Print instructions, blocks, calls, errors, syncs, bytes and time on stderr" },
 	{ "info", OPT_INFO, "FILE", 0, "Summarise a capture (CPUs, PT config, buffers, threads)" },
+	{ "open", OPT_OPEN, "PORT", OPTION_ARG_OPTIONAL,
+	  "Then open the trace in the Perfetto UI (ui.perfetto.dev): served once on "
+	  "127.0.0.1:PORT (default 9001, the port the UI accepts)" },
 
 	{ NULL, 0, NULL, 0, "Finding the code:", 2 },
 	{ "sysroot", OPT_SYSROOT, "DIR", 0,
@@ -210,6 +224,13 @@ static error_t parse_decode_opt(int key, char *arg, struct argp_state *state)
 	case OPT_INFO:
 		env->info = arg;
 		return 0;
+	case OPT_OPEN:
+		env->open_port = PERFETTO_UI_PORT;
+		if (arg && (parse_u64(arg, 1, 65535, &v) || !v))
+			return usage_error(state, "invalid --open port '%s' (1 to 65535)", arg);
+		if (arg)
+			env->open_port = (unsigned)v;
+		return 0;
 	case OPT_SYSROOT:
 		env->opts.sysroot = arg;
 		return 0;
@@ -271,6 +292,9 @@ static error_t parse_decode_opt(int key, char *arg, struct argp_state *state)
 	case 'v':
 		env->verbose++;
 		return 0;
+	case ARGP_KEY_INIT:
+		state->child_inputs[0] = &env->s3;
+		return 0;
 	case ARGP_KEY_ARG:
 		if (env->capture)
 			return usage_error(state, "more than one capture: '%s' and '%s'",
@@ -293,6 +317,9 @@ static error_t parse_decode_opt(int key, char *arg, struct argp_state *state)
 					   "or --raw FILE:VADDR");
 		if (!env->opts.output && env->opts.format == DECODE_FXT)
 			return usage_error(state, "missing -o OUT.fxt (or --format text -o -)");
+		if (env->open_port && (env->opts.format != DECODE_FXT ||
+				       !strcmp(env->opts.output, "-")))
+			return usage_error(state, "--open needs an FXT file: -o OUT.fxt");
 		return 0;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -328,9 +355,70 @@ static void print_stats(const struct decode_stats *st)
 	}
 }
 
+/* Remove the files of a flat temporary directory, then the directory. */
+static void remove_tree(const char *dir)
+{
+	struct dirent *de;
+	char path[4096];
+	DIR *d = opendir(dir);
+
+	while (d && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		unlink(path);
+	}
+	if (d)
+		closedir(d);
+	rmdir(dir);
+}
+
+/*
+ * s3://BUCKET/KEY: capture and manifest into a private temporary directory (sha256
+ * checked), the capture decompressed beside them; `local` is the perf.data to read.
+ */
+static int fetch_s3_capture(struct decode_env *env, char *tmp_dir, size_t tmp_size,
+			    char *local, size_t local_size)
+{
+	const char *tmp = getenv("TMPDIR");
+	char *bucket = NULL, *key = NULL, zst[4096];
+	struct s3_client *c = NULL;
+	int err;
+
+	if (s3_url__parse(env->capture, &bucket, &key) || !*key) {
+		elog("invalid capture URL '%s': expected s3://BUCKET/KEY.perf.data.zst\n",
+		     env->capture);
+		err = -EINVAL;
+		goto out;
+	}
+	snprintf(tmp_dir, tmp_size, "%s/ptbpf-s3-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(tmp_dir)) {
+		err = -errno;
+		elog("cannot create a temporary directory %s: %s\n", tmp_dir, strerror(errno));
+		tmp_dir[0] = '\0';
+		goto out;
+	}
+	err = s3_cli_client(&env->s3, bucket, &c, NULL);
+	if (!err)
+		err = captures_fetch(c, bucket, key, tmp_dir, zst, sizeof(zst));
+	if (err)
+		goto out;
+	snprintf(local, local_size, "%s/capture.perf.data", tmp_dir);
+	err = zstd_decompress_file(zst, local);
+	if (!err)
+		unlink(zst);	/* only the decompressed copy is needed from here */
+out:
+	s3_client__free(c);
+	free(bucket);
+	free(key);
+	return err;
+}
+
 int cmd_decode(int argc, char **argv)
 {
+	static const struct argp_child children[] = { { &s3_cli_argp, 0, NULL, 0 }, {} };
 	static const struct argp argp = {
+		.children = children,
 		.options = decode_options,
 		.parser = parse_decode_opt,
 		.args_doc = "CAPTURE",
@@ -341,6 +429,7 @@ int cmd_decode(int argc, char **argv)
 	};
 	struct decode_stats stats = {};
 	struct capture *cap = NULL;
+	char tmp_dir[4096] = "", local[4096];
 	unsigned i;
 	int err;
 
@@ -369,6 +458,12 @@ int cmd_decode(int argc, char **argv)
 		env.raw.images = env.images;
 		env.raw.nr_images = env.nr_images;
 		err = ptdecode_raw(&env.raw, &env.opts, &stats);
+	} else if (!strncmp(env.capture, "s3://", 5)) {
+		err = fetch_s3_capture(&env, tmp_dir, sizeof(tmp_dir), local, sizeof(local));
+		if (!err)
+			err = perfdata_read(local, &cap);
+		if (!err)
+			err = ptdecode_capture(cap, &env.opts, &stats);
 	} else {
 		err = perfdata_read(env.capture, &cap);
 		if (!err)
@@ -381,6 +476,13 @@ int cmd_decode(int argc, char **argv)
 		elog("%" PRIu64 " decode error(s), %" PRIu64 " overflow(s) (gaps in the trace): "
 		     "each is marked in %s; --stats for more\n", stats.errors, stats.overflows,
 		     env.opts.output ? env.opts.output : "the output");
+	if (!err && env.open_port) {
+		/* the trace is written; Ctrl-C before the UI fetched it is the user's choice,
+		 * a port in use a failure (said by perfetto_open) */
+		if (perfetto_open(env.opts.output, env.open_port) == -EADDRINUSE)
+			err = 1;
+		goto cleanup;
+	}
 	if (err) {
 		/* the decoder leaves naming the output to its caller: capture says it its way */
 		if (stats.write_err)
@@ -393,6 +495,8 @@ int cmd_decode(int argc, char **argv)
 
 cleanup:
 	capture__free(cap);
+	if (tmp_dir[0])
+		remove_tree(tmp_dir);
 	for (i = 0; i < env.nr_images; i++)
 		free((char *)env.images[i].path);
 	free(env.images);

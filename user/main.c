@@ -16,6 +16,7 @@ static const struct {
 	{ "doctor", cmd_doctor },
 	{ "daemon", cmd_daemon },
 	{ "symbols", cmd_symbols },
+	{ "captures", cmd_captures },
 };
 
 int main(int argc, char **argv)

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The daemon's uploader: captures the daemon spooled (SPOOL/<rule>/<name>.perf.data.zst
+ * and the <name>.json manifest, renamed into place last) go to S3-compatible storage as
+ *   PREFIX/v1/<rule>/<yyyy>/<mm>/<dd>/<host>/<name>.perf.data.zst  (then <name>.json)
+ * and leave the spool once the store confirmed them (ETag = MD5 of what was sent, the
+ * body's SHA-256 checked by the server). Over 16 MiB, multipart with parts retried on
+ * their own; an upload a killed daemon left unfinished is aborted and restarted, so an
+ * object under its final name is always complete.
+ */
+#ifndef PTBPF_UPLOAD_H
+#define PTBPF_UPLOAD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct upload_config {            /* the YAML `upload:` section, parsed by the daemon */
+	char *endpoint, *region, *bucket, *prefix;  /* s3: {...} */
+	bool path_style;
+	char *credentials_file;      /* NULL: AWS_* env, then ~/.aws/credentials */
+	uint64_t max_bytes_per_second; /* 0 = unlimited */
+	int concurrency;             /* >= 1 */
+};
+
+struct uploader;
+
+int  uploader__new(const struct upload_config *cfg, const char *spool_dir, const char *host,
+		   struct uploader **out);
+/* threads; scans the spool for manifests not yet uploaded (resumes after restart) */
+int  uploader__start(struct uploader *u);
+/* a capture just spooled */
+void uploader__enqueue(struct uploader *u, const char *manifest_path);
+/* Prometheus text: ptbpf_upload* families */
+int  uploader__write_metrics(struct uploader *u, FILE *out);
+/* stops threads; safe on NULL */
+void uploader__free(struct uploader *u);
+
+/* For tests and `ptbpf captures`: the object key of a capture (or its manifest: pass the
+ * manifest's file name) under `prefix`, for a fire at wall-clock time_ns. */
+int upload_object_key(const char *prefix, const char *rule, uint64_t time_ns, const char *host,
+		      const char *file_name, char *buf, size_t size);
+/* Files the uploader has queued or is sending (0 once the spool is drained). */
+int uploader__pending(struct uploader *u, uint64_t *files, uint64_t *bytes);
+
+#endif /* PTBPF_UPLOAD_H */
