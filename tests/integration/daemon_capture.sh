@@ -79,7 +79,7 @@ PY
 zst=${man%.json}.perf.data.zst
 "$PTBPF" decode "$zst" -o "$TMP/cap.fxt" 2>"$TMP/decode.err" ||
 	{ cat "$TMP/decode.err"; fail "decode of the spooled .zst"; }
-"$PYTHON" "$FXTCHECK" --strict "$TMP/cap.fxt" >"$TMP/fxtcheck.out" 2>&1 ||
+"$FXTCHECK" --strict "$TMP/cap.fxt" >"$TMP/fxtcheck.out" 2>&1 ||
 	{ tail "$TMP/fxtcheck.out"; fail "the FXT of the spooled capture is not valid"; }
 "$PTBPF" decode "$zst" --format text -o "$TMP/cap.txt" || fail "decode --format text"
 awk '$2 == "slow_path" && $4 - $3 >= 250000000 { found = 1 } END { exit !found }' "$TMP/cap.txt" ||
@@ -88,7 +88,7 @@ echo "decoded: valid FXT with the slow call ($(awk '$2 == "slow_path" { print ($
 # decode: host spooled the daemon's own FXT beside it
 hostfxt=${man%.json}.fxt
 [ -f "$hostfxt" ] || fail "decode: host, but no $hostfxt"
-"$PYTHON" "$FXTCHECK" --strict "$hostfxt" >"$TMP/fxtcheck.out" 2>&1 ||
+"$FXTCHECK" --strict "$hostfxt" >"$TMP/fxtcheck.out" 2>&1 ||
 	{ tail "$TMP/fxtcheck.out"; fail "the daemon's FXT is not valid"; }
 [ "$(stat -c %a "$hostfxt")" = 600 ] || fail "the daemon's FXT is not 0600"
 echo "decode: host: the spooled FXT is valid"
