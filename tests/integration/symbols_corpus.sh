@@ -132,7 +132,7 @@ else
 fi
 
 echo "agreement with perf, per linker (call and return targets perf names; the rest are"
-echo "PLT entries perf names in .rela.plt order, checked to be PLT entries for ptbpf):"
+echo "PLT entries, FUNC@plt for ptbpf, that perf 6.1 names otherwise):"
 for g in "${linkers[@]}" "c++" rust; do
 	[ -n "${TOTAL[$g]:-}" ] || continue
 	printf '  %-5s %5d of %5d the same name\n' "$g" "${AGREE[$g]}" "${TOTAL[$g]}"
