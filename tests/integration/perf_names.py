@@ -71,7 +71,7 @@ def main():
     calls = sum(1 for k in common if k[0] == 'call')
     print(f'{len(common)} targets named by perf, {len(common) - len(bad) - len(plt)} same in '
           f'ptbpf ({calls} calls, {len(common) - calls} returns); '
-          f'{len(plt)} PLT entries perf names in .rela.plt order')
+          f'{len(plt)} PLT entries perf names otherwise')
     for k in sorted(bad)[:show]:
         print(f'  {k[0]} {k[1]:#x}: perf {p[k]!r}, ptbpf {o[k]!r}')
     for k in sorted(plt)[:show]:

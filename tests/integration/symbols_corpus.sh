@@ -15,7 +15,7 @@
 # One thing perf gets wrong is left out, and counted: its PLT symbols follow the order
 # of .rela.plt, so in libc, whose .plt also holds IRELATIVE (ifunc) entries, perf names
 # some entries "@plt" or after the wrong function; ptbpf reads the GOT slot each entry
-# jumps through. Those targets must be PLT entries for both tools.
+# jumps through. Those targets are counted apart (ptbpf names them FUNC@plt).
 . "$(dirname "$0")/decode_common.inc"
 
 CORPUS=$TOP/tests/corpus
