@@ -455,6 +455,32 @@ static bool probe_evidence(const struct probe_result *r, const char *what, char 
 	return !r->load_err && !r->attach_err && r->hits;
 }
 
+/*
+ * Without the privileges to load BPF programs (CAP_BPF and CAP_PERFMON, or
+ * CAP_SYS_ADMIN), the BPF checks fail on the privilege before they reach the feature:
+ * their fix is the privilege, and whether the kernel has the feature stays unknown.
+ * (As root the same checks tell a missing kernel feature.)
+ */
+static void privilege_not_feature(void)
+{
+	static const enum check_id bpf_checks[] = {
+		CHK_BPF_PROG_LOAD, CHK_BPF_RINGBUF, CHK_UPROBE, CHK_TRACEPOINT, CHK_TP_BTF,
+		CHK_KPROBE, CHK_FENTRY,
+	};
+	size_t i;
+
+	if (privs_has_cap(CAP_SYS_ADMIN) || (privs_has_cap(CAP_BPF) && privs_has_cap(CAP_PERFMON)))
+		return;
+	for (i = 0; i < sizeof(bpf_checks) / sizeof(bpf_checks[0]); i++)
+		if (!checks[bpf_checks[i]].present)
+			set_fix(bpf_checks[i], "a missing privilege, not (as far as can be told) a "
+				"missing kernel feature: run as root, or grant CAP_BPF and CAP_PERFMON "
+				"(setcap cap_bpf,cap_perfmon+ep on the ptbpf binary), then check again");
+	if (!checks[CHK_TRACEFS].present && !privs_has_cap(CAP_SYS_ADMIN))
+		set_fix(CHK_TRACEFS, "a missing privilege: mounting tracefs needs CAP_SYS_ADMIN: "
+			"run as root, or mount -t tracefs nodev /sys/kernel/tracing as root");
+}
+
 static void check_bpf(void)
 {
 	libbpf_print_fn_t old_print = libbpf_set_print(libbpf_quiet);
@@ -520,7 +546,8 @@ static void check_bpf(void)
 	err = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL);
 	if (err <= 0) {
 		set(CHK_BPF_RINGBUF, false, "BPF_MAP_TYPE_RINGBUF: %s",
-		    err ? strerror(-err) : "not supported by this kernel");
+		    err ? strerror(-err) : !privs_has_cap(CAP_BPF) && !privs_has_cap(CAP_SYS_ADMIN) ?
+		    "could not be created without CAP_BPF" : "not supported by this kernel");
 		set_fix(CHK_BPF_RINGBUF, "Linux 5.8 or newer");
 	} else if (r.records > 0) {
 		set(CHK_BPF_RINGBUF, true, "BPF_MAP_TYPE_RINGBUF created; the uprobe's record "
@@ -562,6 +589,7 @@ static void check_bpf(void)
 			"CONFIG_FUNCTION_TRACER=y and CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS=y");
 
 	libbpf_set_print(old_print);
+	privilege_not_feature();
 }
 
 static void check_kernel_decode(void)
@@ -603,14 +631,20 @@ static void check_kernel_decode(void)
 		} else {
 			set(CHK_KALLSYMS, false, "readable, but _stext shows no address "
 			    "(kernel.kptr_restrict=%d)", kptr);
-			set_fix(CHK_KALLSYMS, "run as root, or sysctl kernel.kptr_restrict=0 (only "
-				"--kernel needs it)");
+			/* kallsyms_show_value(): 0 shows them to perf users or CAP_SYSLOG */
+			if (kptr == 0 && !privs_has_cap(CAP_SYSLOG))
+				set_fix(CHK_KALLSYMS, "a missing privilege: run as root, grant CAP_SYSLOG, "
+					"or sysctl kernel.perf_event_paranoid=1 (only --kernel needs it)");
+			else
+				set_fix(CHK_KALLSYMS, "run as root, or sysctl kernel.kptr_restrict=0 "
+					"(only --kernel needs it)");
 		}
 	}
 	if (kptr < 0) {
 		set(CHK_KPTR_RESTRICT, false, "cannot read /proc/sys/kernel/kptr_restrict");
 	} else {
-		set(CHK_KPTR_RESTRICT, kptr < 2 && checks[CHK_KALLSYMS].present,
+		/* the sysctl's own verdict; a missing privilege is kallsyms' line */
+		set(CHK_KPTR_RESTRICT, kptr == 0 || (kptr == 1 && privs_has_cap(CAP_SYSLOG)),
 		    "kernel.kptr_restrict=%d%s", kptr, kptr == 0 ? "" : kptr == 1 ?
 		    " (addresses need CAP_SYSLOG)" : " (addresses hidden from everyone)");
 		if (!checks[CHK_KPTR_RESTRICT].present)

@@ -42,6 +42,15 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	setpriv --reuid=65534 --regid=65534 --clear-groups "$PTBPF" --dry-run \
 		--uprobe "$CHAIN:leaf" -- "$CHAIN" -n 1 >"$TMP/bpf.out" 2>"$TMP/bpf.err"
 	grep -q "lacks CAP_BPF" "$TMP/bpf.err" || fail "BPF as nobody: $(cat "$TMP/bpf.err")"
+	# doctor as nobody: each check tells the missing privilege, not a kernel feature
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$PTBPF" doctor >"$TMP/doc.out" 2>&1
+	for c in 'BPF ring buffer' 'uprobe attach' 'tracepoint (tp_btf)'; do
+		line=$(grep -m1 "absent  $c" "$TMP/doc.out") || continue
+		grep -q 'fix: a missing privilege' <<<"$line" || fail "doctor as nobody, $c: $line"
+	done
+	grep -q 'Linux 5.8\|CONFIG_UPROBES=y' "$TMP/doc.out" && fail "doctor as nobody blames the kernel"
+	grep -q 'absent  kptr_restrict *kernel.kptr_restrict=0;' "$TMP/doc.out" &&
+		fail "doctor as nobody: kptr_restrict=0 with the fix kptr_restrict=0"
 fi
 
 # A -p target killed mid-capture.

@@ -76,7 +76,7 @@ def main():
         with open(out_path, "w") as out, open(err_path, "w") as err:
             if mode == "cmd":
                 target = None
-                p = subprocess.Popen(opts + [f"--keep-capture={data}", "--", survivor, "100"],
+                p = subprocess.Popen(opts + [f"--keep-capture={data}", "--", survivor, "150"],
                                      stdout=out, stderr=err)
                 # Killed before it forked, ptbpf never started the program: nothing to
                 # harm. The random moments count from its first child.
