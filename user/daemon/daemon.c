@@ -124,7 +124,7 @@ struct daemon {
 	unsigned ticks;
 	uint64_t watchdog_usec;
 	double start_cpu;
-	void *uploader;			/* struct uploader * once issue 14 is merged */
+	struct uploader *uploader;	/* NULL: no upload: section */
 	struct upload_config upload;	/* its settings, moved out of the first config: they
 					 * outlive reloads (a change needs a restart) */
 };
