@@ -24,7 +24,5 @@ int s3_cli_client(const struct s3_cli_opts *o, const char *bucket, struct s3_cli
  * capture_path receives the capture's path. Errors are printed. */
 int captures_fetch(struct s3_client *c, const char *bucket, const char *key, const char *dir,
 		   char *capture_path, size_t size);
-/* Decompress a .zst file (errors printed for bad input). */
-int zstd_decompress_file(const char *in_path, const char *out_path);
 
 #endif /* PTBPF_CAPTURES_H */

@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include <json-c/json.h>
-#include <zstd.h>
 
 #include "captures.h"
 #include "cli.h"
@@ -25,7 +24,7 @@
 #include "log.h"
 #include "s3.h"
 #include "upload.h"
-#include "upload_yaml.h"
+#include "config.h"
 
 #define CAPTURE_SUFFIX ".perf.data.zst"
 
@@ -42,11 +41,9 @@ int s3_cli_client(const struct s3_cli_opts *o, const char *bucket, struct s3_cli
 	if (prefix_out)
 		*prefix_out = NULL;
 	if (o->config) {
-		err = upload_config__from_yaml(o->config, &ucfg, msg, sizeof(msg));
-		if (err) {
-			elog("%s\n", msg);
+		err = config_load_upload(o->config, &ucfg);
+		if (err)
 			return err;
-		}
 	}
 	cfg.bucket = bucket ? bucket : ucfg.bucket;
 	cfg.region = o->region ? o->region : ucfg.region ? ucfg.region : getenv("AWS_REGION");
@@ -82,7 +79,7 @@ int s3_cli_client(const struct s3_cli_opts *o, const char *bucket, struct s3_cli
 			err = -ENOMEM;
 	}
 out:
-	upload_config__clear(&ucfg);
+	upload_config_clear(&ucfg);
 	return err;
 }
 
@@ -232,66 +229,6 @@ out:
 	json_object_put(root);
 	free(text);
 	free(base);
-	return err;
-}
-
-int zstd_decompress_file(const char *in_path, const char *out_path)
-{
-	size_t in_size = ZSTD_DStreamInSize(), out_size = ZSTD_DStreamOutSize(), rc = 1;
-	void *in_buf = malloc(in_size), *out_buf = malloc(out_size);
-	ZSTD_DCtx *dctx = ZSTD_createDCtx();
-	FILE *in = NULL, *out = NULL;
-	bool any = false;
-	int err = 0;
-
-	if (!in_buf || !out_buf || !dctx) {
-		err = -ENOMEM;
-		goto out;
-	}
-	in = fopen(in_path, "re");
-	out = fopen(out_path, "we");
-	if (!in || !out) {
-		err = -errno;
-		goto out;
-	}
-	for (;;) {
-		size_t n = fread(in_buf, 1, in_size, in);
-		ZSTD_inBuffer ib = { in_buf, n, 0 };
-
-		if (!n)
-			break;
-		any = true;
-		while (ib.pos < ib.size) {
-			ZSTD_outBuffer ob = { out_buf, out_size, 0 };
-
-			rc = ZSTD_decompressStream(dctx, &ob, &ib);
-			if (ZSTD_isError(rc)) {
-				elog("%s: not a valid zstd file: %s\n", in_path, ZSTD_getErrorName(rc));
-				err = -EBADMSG;
-				goto out;
-			}
-			if (fwrite(out_buf, 1, ob.pos, out) != ob.pos) {
-				err = -errno;
-				goto out;
-			}
-		}
-	}
-	if (ferror(in)) {
-		err = -EIO;
-	} else if (!any || rc) {
-		elog("%s: truncated zstd file\n", in_path);
-		err = -EBADMSG;
-	}
-out:
-	if (in)
-		fclose(in);
-	if (out && fclose(out) && !err)
-		err = -EIO;
-	if (err && out)
-		unlink(out_path);
-	ZSTD_freeDCtx(dctx);
-	free(in_buf);
-	free(out_buf);
 	return err;
 }
 

@@ -375,13 +375,14 @@ static void remove_tree(const char *dir)
 
 /*
  * s3://BUCKET/KEY: capture and manifest into a private temporary directory (sha256
- * checked), the capture decompressed beside them; `local` is the perf.data to read.
+ * checked); `local` is the capture there, .perf.data.zst as uploaded (perfdata_read()
+ * inflates it).
  */
 static int fetch_s3_capture(struct decode_env *env, char *tmp_dir, size_t tmp_size,
 			    char *local, size_t local_size)
 {
 	const char *tmp = getenv("TMPDIR");
-	char *bucket = NULL, *key = NULL, zst[4096];
+	char *bucket = NULL, *key = NULL;
 	struct s3_client *c = NULL;
 	int err;
 
@@ -400,13 +401,7 @@ static int fetch_s3_capture(struct decode_env *env, char *tmp_dir, size_t tmp_si
 	}
 	err = s3_cli_client(&env->s3, bucket, &c, NULL);
 	if (!err)
-		err = captures_fetch(c, bucket, key, tmp_dir, zst, sizeof(zst));
-	if (err)
-		goto out;
-	snprintf(local, local_size, "%s/capture.perf.data", tmp_dir);
-	err = zstd_decompress_file(zst, local);
-	if (!err)
-		unlink(zst);	/* only the decompressed copy is needed from here */
+		err = captures_fetch(c, bucket, key, tmp_dir, local, local_size);
 out:
 	s3_client__free(c);
 	free(bucket);

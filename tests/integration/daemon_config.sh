@@ -121,3 +121,27 @@ chown nobody "$RULES/20-x.yaml"
 [ $? = 2 ] || fail "the daemon started with a drop-in owned by nobody"
 grep -q "20-x.yaml: refused" "$LOG" || fail "the refusal is not logged"
 echo "StrictModes: every refusal names the path and the fix"
+
+# the same parser serves `ptbpf captures --config` (and decode s3://): one error line, the
+# daemon's; a user's own copy (not root's) is read; without upload: it says what is missing
+cat >"$TMP/up.yaml" <<EOF
+spool: {dir: $TMP/spool}
+upload:
+  s3: {endpoint: "http://127.0.0.1:9", bucket: b, endpiont: x}
+EOF
+chmod 0644 "$TMP/up.yaml"
+check "$TMP/up.yaml"
+grep -q "up.yaml:3: Unexpected key: endpiont" "$TMP/check.out" || { cat "$TMP/check.out"; fail "check-config: the typo in upload.s3"; }
+env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY HOME=$TMP "$PTBPF" captures ls s3://b/p \
+	--config "$TMP/up.yaml" >/dev/null 2>"$TMP/cap.err" && fail "captures ls took a config with a typo"
+[ "$(cat "$TMP/cap.err")" = "ptbpf: $TMP/up.yaml:3: Unexpected key: endpiont" ] ||
+	{ cat "$TMP/cap.err"; fail "captures --config: not the daemon's one line"; }
+sed -i 's/, endpiont: x//' "$TMP/up.yaml"
+chown nobody "$TMP/up.yaml"
+env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY HOME=$TMP "$PTBPF" captures ls s3://b/p \
+	--config "$TMP/up.yaml" >/dev/null 2>"$TMP/cap.err" && fail "captures ls without credentials succeeded"
+grep -q "no credentials" "$TMP/cap.err" || { cat "$TMP/cap.err"; fail "captures --config refused a user's own file"; }
+printf 'spool: {dir: /tmp}\n' >"$TMP/noup.yaml"
+"$PTBPF" captures ls s3://b/p --config "$TMP/noup.yaml" >/dev/null 2>"$TMP/cap.err" && fail "no upload: accepted"
+grep -q "noup.yaml: no upload: section" "$TMP/cap.err" || { cat "$TMP/cap.err"; fail "no upload: section: unclear"; }
+echo "captures --config: the daemon's parser (one line per error), a user's own file, upload: required"

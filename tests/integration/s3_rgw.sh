@@ -14,6 +14,10 @@
 #   - a bandwidth cap holds within 10 %
 #   - captures ls --since / --rule / --host return exactly the expected sets
 #   - decode s3://... gives the same FXT and text as decoding the local capture
+#   - the real daemon (a singlestep rule on a fleet_server): captures, keeps the capture
+#     spooled while its bucket is missing, uploads it once the bucket exists and frees the
+#     spool; its /metrics has every ptbpf_upload* family and passes promtool; captures ls
+#     and decode s3:// read its own config; decode s3:// equals decoding the spooled file
 #   - the secret appears in no log, metric or manifest
 set -u
 : "${PTBPF:?}" "${BUILD:?}"
@@ -331,8 +335,111 @@ grep -q 'sha256' "$TMP/bad-dec.err" || { cat "$TMP/bad-dec.err"; fail "corrupt c
 [ -z "$(ls -A "$TMP/tmpd")" ] || fail "a failed decode s3:// left files behind: $(ls "$TMP/tmpd")"
 echo "ok (+${SECONDS}s): decode s3:// equals the local decode; a corrupt object is refused"
 
+# --- the real daemon: a singlestep rule captures, spools, uploads -----------------------
+# Its config is the one `captures ls` and `decode s3://` read too. The bucket is missing at
+# first, so the capture stays spooled (a copy is taken to compare decodes); once the
+# bucket exists, the restarted daemon uploads it and frees the spool.
+SERVER=$BUILD/targets/fleet_server
+D=$TMP/daemon
+DPORT=${PTBPF_DAEMON_TEST_PORT:-19072}
+mkdir -p "$D/etc"
+"$SERVER" -s 300 -i 50 >/dev/null &
+srv=$!
+pids+=("$srv")
+cat >"$D/etc/ptbpf.yaml" <<EOF
+host_labels: {dc: test}
+spool: {dir: $D/spool, max_bytes: 100M, max_files: 100}
+metrics: {listen: "127.0.0.1:$DPORT"}
+upload:
+  s3: {endpoint: "$E", region: us-east-1, bucket: fleetd, prefix: fleet, path_style: true,
+       credentials_file: $TMP/creds.ini}
+  concurrency: 1
+rules:
+  - name: slow-handle
+    match: {pid: $srv}
+    trigger: {uprobe: "$SERVER:handle", latency_over: 100ms}
+    capture: {backend: singlestep}
+    budget: {max_per_hour: 1}
+EOF
+# wait_dlog PATTERN SECONDS [COUNT]: the daemon's log has COUNT lines matching
+wait_dlog() {
+	local i
+	for ((i = 0; i < $2 * 10; i++)); do
+		[ "$(grep -c -- "$1" "$D/log" 2>/dev/null)" -ge "${3:-1}" ] && return 0
+		kill -0 "$dpid" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+dfail() { tail -20 "$D/log"; fail "$@"; }
+# wait_metric FILE NAME MIN: /metrics (rendered each second) into FILE until NAME >= MIN
+wait_metric() {
+	local v
+	for _ in $(seq 120); do
+		curl -sS "http://127.0.0.1:$DPORT/metrics" >"$1" || return 1
+		v=$(metric "$2" "$1")
+		[ -n "$v" ] && [ "$v" -ge "$3" ] && return 0
+		sleep 0.25
+	done
+	return 1
+}
+start_daemon() {
+	"$PTBPF" daemon --config "$D/etc/ptbpf.yaml" --state-dir "$D/state" 2>>"$D/log" &
+	dpid=$!
+	pids+=("$dpid")
+	wait_dlog '"event":"ready"' 30 "$1" || dfail "the daemon did not get ready"
+}
+stop_daemon() {
+	kill -TERM "$dpid"
+	wait "$dpid" || dfail "the daemon exited $? after SIGTERM"
+}
+start_daemon 1
+wait_dlog '"event":"capture_started"' 30 || dfail "the singlestep rule was not armed"
+sleep 2	# the capture child attaches and single-steps the server
+kill -USR1 "$srv"	# one slow call (300 ms)
+wait_dlog '"event":"captured"' 60 || dfail "no capture spooled"
+wait_dlog 'bucket fleetd does not exist' 30 || dfail "the missing bucket was not reported"
+man=$(ls "$D"/spool/slow-handle/*.json)
+zst=${man%.json}.perf.data.zst
+[ -f "$zst" ] || dfail "the capture left the spool although its upload failed"
+cp "$zst" "$TMP/spooled.perf.data.zst"
+wait_metric "$D/m1.prom" 'ptbpf_upload_errors_total{cause="no_bucket"}' 1 ||
+	dfail "no_bucket not counted in /metrics"
+[ "$(metric ptbpf_upload_queue_files "$D/m1.prom")" = 1 ] || dfail "the queue does not hold the capture"
+stop_daemon
+mkbucket fleetd
+start_daemon 2
+wait_metric "$D/m2.prom" 'ptbpf_uploads_total{result="ok"}' 1 || dfail "no upload confirmed within 30 s"
+stop_daemon
+[ ! -e "$man" ] && [ ! -e "$zst" ] || dfail "the spool was not freed within 30 s of the bucket's creation"
+for f in ptbpf_uploads_total ptbpf_upload_bytes_total ptbpf_upload_seconds ptbpf_upload_queue_files \
+	ptbpf_upload_queue_bytes ptbpf_upload_errors_total; do
+	grep -q "^# TYPE $f " "$D/m2.prom" || dfail "/metrics lacks the $f family"
+done
+[ "$(metric 'ptbpf_uploads_total{result="ok"}' "$D/m2.prom")" = 1 ] || dfail "uploads_total ok != 1"
+[ "$(metric ptbpf_upload_queue_files "$D/m2.prom")" = 0 ] || dfail "the queue is not empty"
+promtool check metrics <"$D/m2.prom" || dfail "promtool rejects the daemon's /metrics"
+# the daemon's config serves ls and decode from anywhere (no AWS_* variables)
+env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY HOME=$TMP "$PTBPF" captures ls s3://fleetd/fleet \
+	--config "$D/etc/ptbpf.yaml" --rule slow-handle --since 1h --json >"$D/ls.json" 2>"$D/ls.err" ||
+	{ cat "$D/ls.err"; fail "captures ls with the daemon's config"; }
+[ "$(wc -l <"$D/ls.json")" = 1 ] || { cat "$D/ls.json"; fail "captures ls: not exactly the daemon's capture"; }
+key=$(sed 's|.*"key":"\([^"]*\)".*|\1|' "$D/ls.json")
+case $key in
+fleet/v1/slow-handle/$(date -u +%Y/%m/%d)/*/"$(basename "$zst")") ;;
+*) fail "the daemon's capture is not where the layout puts it: $key" ;;
+esac
+grep -q "\"comm\":\"fleet_server\"" "$D/ls.json" || fail "the listed manifest is not the daemon's"
+env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY HOME=$TMP "$PTBPF" decode "s3://fleetd/$key" \
+	--config "$D/etc/ptbpf.yaml" -o "$D/s3.fxt" 2>"$D/dec.err" || { cat "$D/dec.err"; fail "decode s3:// of the daemon's capture"; }
+"$PTBPF" decode "$TMP/spooled.perf.data.zst" -o "$D/spooled.fxt" 2>/dev/null || fail "decode of the spooled capture"
+cmp -s "$D/s3.fxt" "$D/spooled.fxt" || fail "decode s3:// and the decode of the spooled file differ"
+[ -z "$(ls -A "$TMP/tmpd")" ] || fail "decode s3:// left files behind: $(ls "$TMP/tmpd")"
+echo "ok (+${SECONDS}s): the daemon captured, spooled, kept the capture while the bucket was missing, uploaded it, freed the spool; ls and decode s3:// from its config"
+
 # --- no secret anywhere -----------------------------------------------------------------
-if grep -rl -- "$SK" "$TMP"/*.err "$TMP"/*.prom "$TMP"/*.txt "$TMP/got" 2>/dev/null; then
+if grep -rl -- "$SK" "$TMP"/*.err "$TMP"/*.prom "$TMP"/*.txt "$TMP/got" "$D/log" "$D"/*.prom \
+	"$D"/*.json 2>/dev/null; then
 	fail "the secret key appears in a log, metric or manifest"
 fi
 echo "ok (+${SECONDS}s): the secret is in no log, metric or manifest"

@@ -687,8 +687,22 @@ static int key_line(const struct ynode *n, const char *key, int near)
 }
 
 /* Load one file (main or drop-in) into c. */
-static int load_file(struct config *c, const char *path, bool main_file)
+/*
+ * What a file is: the daemon's main file, a drop-in (rules only), or a user's copy read by
+ * `ptbpf captures --config` / `decode s3://` for its upload: section alone (the same
+ * schema; the user's own file, so no StrictModes, and rules are not checked away from
+ * the host they probe).
+ */
+enum config_file_kind {
+	CONFIG_MAIN,
+	CONFIG_DROPIN,
+	CONFIG_UPLOAD_ONLY,
+};
+
+static int load_file(struct config *c, const char *path, enum config_file_kind kind)
 {
+	bool main_file = kind != CONFIG_DROPIN, daemon_file = kind != CONFIG_UPLOAD_ONLY;
+
 	struct load_ctx lc = { .c = c, .file = path };
 	cyaml_config_t cfg = {
 		.log_fn = config_cyaml_log,
@@ -704,9 +718,11 @@ static int load_file(struct config *c, const char *path, bool main_file)
 	unsigned i;
 	int err;
 
-	err = strict_modes(path, main_file ? "configuration file" : "drop-in rule file");
-	if (err)
-		return err;
+	if (daemon_file) {
+		err = strict_modes(path, main_file ? "configuration file" : "drop-in rule file");
+		if (err)
+			return err;
+	}
 	files = realloc(c->files, (c->nr_files + 1) * sizeof(*files));
 	if (!files)
 		return -ENOMEM;
@@ -742,9 +758,13 @@ static int load_file(struct config *c, const char *path, bool main_file)
 		err = -EINVAL;
 		goto out;
 	}
-	if (!y)
+	if (!y || (!daemon_file && !y->upload)) {
+		if (!daemon_file)
+			cfg_err(&lc, 0, "no upload: section (upload: {s3: {endpoint: ..., bucket: "
+				"...}})");
 		goto out;	/* an empty file */
-	if (main_file) {
+	}
+	if (kind == CONFIG_MAIN) {
 		const struct ynode *n;
 
 		err = read_labels(&lc, ytree_get(lc.tree, "host_labels"), "host_labels",
@@ -803,34 +823,36 @@ static int load_file(struct config *c, const char *path, bool main_file)
 				cfg_err(&lc, line_of(&lc, 2, "log", "format"), "log.format '%s': "
 					"expected json or text", y->log->format);
 		}
-		if (y->upload) {
-			struct upload_config *u = &c->upload;
-			const struct y_s3 *s3 = y->upload->s3;
-
-			c->have_upload = true;
-			u->endpoint = xstrdup(s3->endpoint);
-			u->region = xstrdup(s3->region ?: "us-east-1");
-			u->bucket = xstrdup(s3->bucket);
-			u->prefix = xstrdup(s3->prefix ?: "");
-			u->path_style = s3->path_style;
-			u->credentials_file = xstrdup(s3->credentials_file);
-			u->max_bytes_per_second = get_size(&lc, line_of(&lc, 2, "upload",
-									"max_bytes_per_second"),
-							   "upload.max_bytes_per_second",
-							   y->upload->max_bytes_per_second, 0);
-			u->concurrency = y->upload->concurrency ?: 2;
-			if (!u->endpoint || !u->bucket)
-				cfg_err(&lc, line_of(&lc, 2, "upload", "s3"), "upload.s3 needs endpoint "
-					"and bucket");
-			if (u->credentials_file) {
-				/* it holds secrets: the same rule as the configuration */
-				if (strict_modes(u->credentials_file, "credentials file"))
-					lc.errors++;
-			}
-		}
 		n = ytree_get(lc.tree, "rules");
 		(void)n;
 	}
+	if (y->upload) {
+		struct upload_config *u = &c->upload;
+		const struct y_s3 *s3 = y->upload->s3;
+
+		c->have_upload = true;
+		u->endpoint = xstrdup(s3->endpoint);
+		u->region = xstrdup(s3->region ?: "us-east-1");
+		u->bucket = xstrdup(s3->bucket);
+		u->prefix = xstrdup(s3->prefix ?: "");
+		u->path_style = s3->path_style;
+		u->credentials_file = xstrdup(s3->credentials_file);
+		u->max_bytes_per_second = get_size(&lc, line_of(&lc, 2, "upload",
+								"max_bytes_per_second"),
+						   "upload.max_bytes_per_second",
+						   y->upload->max_bytes_per_second, 0);
+		u->concurrency = y->upload->concurrency ?: 2;
+		if (!u->endpoint || !u->bucket)
+			cfg_err(&lc, line_of(&lc, 2, "upload", "s3"), "upload.s3 needs endpoint "
+				"and bucket");
+		if (u->credentials_file && daemon_file) {
+			/* it holds secrets: the same rule as the configuration */
+			if (strict_modes(u->credentials_file, "credentials file"))
+				lc.errors++;
+		}
+	}
+	if (!daemon_file)
+		goto out;	/* the rules are the daemon's business */
 	if (y->rules_count) {
 		struct rule *rules = realloc(c->rules, (c->nr_rules + y->rules_count) *
 					     sizeof(*rules));
@@ -857,6 +879,23 @@ out:
 	ytree_free(lc.tree);
 	if (!err && lc.errors)
 		err = -EINVAL;
+	return err;
+}
+
+int config_load_upload(const char *path, struct upload_config *out)
+{
+	struct config *c = calloc(1, sizeof(*c));
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	if (!c)
+		return -ENOMEM;
+	err = load_file(c, path, CONFIG_UPLOAD_ONLY);
+	if (!err) {
+		*out = c->upload;
+		memset(&c->upload, 0, sizeof(c->upload));
+	}
+	config_free(c);
 	return err;
 }
 
@@ -901,7 +940,7 @@ int config_load(const char *path, const char *rules_dir, struct config **out)
 
 		snprintf(dir, sizeof(dir), "%.*srules.d", slash ? (int)(slash - path + 1) : 0, path);
 	}
-	ret = load_file(c, path, true);
+	ret = load_file(c, path, CONFIG_MAIN);
 	if (ret == -ENOMEM || ret == -ENOENT)
 		goto out;
 	if (!stat(dir, &st) && S_ISDIR(st.st_mode)) {
@@ -921,7 +960,7 @@ int config_load(const char *path, const char *rules_dir, struct config **out)
 
 			if (pathf(p, sizeof(p), "%s/%s", dir, ents[i]->d_name))
 				continue;
-			err = load_file(c, p, false);
+			err = load_file(c, p, CONFIG_DROPIN);
 			if (err == -ENOMEM) {
 				ret = err;
 				goto out;
@@ -992,11 +1031,7 @@ void config_free(struct config *c)
 	free(c->spool_dir);
 	free(c->textfile_dir);
 	free(c->listen);
-	free(c->upload.endpoint);
-	free(c->upload.region);
-	free(c->upload.bucket);
-	free(c->upload.prefix);
-	free(c->upload.credentials_file);
+	upload_config_clear(&c->upload);
 	free(c->path);
 	free(c->rules_dir);
 	free(c);

@@ -15,23 +15,7 @@
 
 #include "cli.h"
 
-/*
- * The uploader's settings (issue 14): the contract's struct, from upload.h when the
- * uploader is built in. Until then, the same struct, so the section is parsed and checked.
- */
-#if __has_include("upload.h")
 #include "upload.h"
-#define DAEMON_HAVE_UPLOADER 1
-#else
-#define DAEMON_HAVE_UPLOADER 0
-struct upload_config {
-	char *endpoint, *region, *bucket, *prefix;
-	bool path_style;
-	char *credentials_file;
-	uint64_t max_bytes_per_second;
-	int concurrency;
-};
-#endif
 
 struct label {
 	char *key, *value;
@@ -98,6 +82,12 @@ struct config {
  */
 int config_load(const char *path, const char *rules_dir, struct config **out);
 void config_free(struct config *c);
+/*
+ * The upload: section alone of `path` (the same schema and checks, no StrictModes, rules
+ * not read): what `ptbpf captures --config` and `decode s3://` need away from the daemon.
+ * Errors printed as config_load()'s; returns 0 or -EINVAL/-ENOMEM.
+ */
+int config_load_upload(const char *path, struct upload_config *out);
 /* Free what a rule holds and zero it (config_free() then skips it). */
 void rule_clear(struct rule *r);
 

@@ -124,7 +124,7 @@ struct daemon {
 	unsigned ticks;
 	uint64_t watchdog_usec;
 	double start_cpu;
-	void *uploader;			/* struct uploader * once issue 14 is merged */
+	struct uploader *uploader;	/* NULL: no upload: section */
 	struct upload_config upload;	/* its settings, moved out of the first config: they
 					 * outlive reloads (a change needs a restart) */
 };
@@ -908,11 +908,8 @@ static void process_capture(struct daemon *d, struct rule_rt *rt, const char *pa
 		add_u64(o, "fire_to_spooled_ns", mono_ns() - ktime);
 		dlog_event("info", rt->r.name, "captured", o, "spooled %s", name);
 	}
-#if DAEMON_HAVE_UPLOADER
-	/* issue 14: hand the capture to the uploader */
 	if (d->uploader)
 		uploader__enqueue(d->uploader, manifest);
-#endif
 	d->dirty = true;
 out:
 	json_object_put(m);
@@ -1330,10 +1327,8 @@ static char *render_metrics(struct daemon *d, size_t *len)
 	}
 	FAMILY(f, "ptbpf_daemon_cpu_seconds_total", "counter", "CPU time of the daemon itself");
 	fprintf(f, "ptbpf_daemon_cpu_seconds_total %.6f\n", self_cpu_seconds());
-#if DAEMON_HAVE_UPLOADER
 	if (d->uploader)
 		uploader__write_metrics(d->uploader, f);
-#endif
 	if (fclose(f)) {
 		free(buf);
 		return NULL;
@@ -1826,8 +1821,7 @@ static int run_daemon(struct daemon *d)
 	c = NULL;
 	watch_config(d);
 	start_http(d);
-#if DAEMON_HAVE_UPLOADER
-	/* issue 14: the uploader, when the configuration has an upload: section */
+	/* the uploader, when the configuration has an upload: section */
 	if (d->cfg->have_upload) {
 		struct uploader *u = NULL;
 
@@ -1839,11 +1833,6 @@ static int run_daemon(struct daemon *d)
 		else
 			uploader__free(u);
 	}
-#else
-	if (d->cfg->have_upload)
-		dlog_event("warning", NULL, "upload", NULL, "upload: this build has no uploader "
-			   "(issue 14); captures stay in the spool");
-#endif
 	d->ready = true;
 	sd_watchdog_enabled(0, &d->watchdog_usec);
 	publish(d);
@@ -1865,14 +1854,8 @@ out:
 	free(d->rules);
 	d->rules = NULL;
 	d->nr_rules = 0;
-#if DAEMON_HAVE_UPLOADER
 	uploader__free(d->uploader);
-#endif
-	free(d->upload.endpoint);
-	free(d->upload.region);
-	free(d->upload.bucket);
-	free(d->upload.prefix);
-	free(d->upload.credentials_file);
+	upload_config_clear(&d->upload);
 	metrics_server__stop(d->http);
 	free(d->http_listen);
 	if (d->cfg) {

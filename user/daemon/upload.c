@@ -739,6 +739,16 @@ int uploader__write_metrics(struct uploader *u, FILE *out)
 	return ferror(out) ? -EIO : 0;
 }
 
+void upload_config_clear(struct upload_config *cfg)
+{
+	free(cfg->endpoint);
+	free(cfg->region);
+	free(cfg->bucket);
+	free(cfg->prefix);
+	free(cfg->credentials_file);
+	memset(cfg, 0, sizeof(*cfg));
+}
+
 void uploader__free(struct uploader *u)
 {
 	struct upload_item *it, *next;
@@ -760,11 +770,7 @@ void uploader__free(struct uploader *u)
 	}
 	s3_ratelimit__free(u->ratelimit);
 	explicit_bzero(&u->creds, sizeof(u->creds));
-	free(u->cfg.endpoint);
-	free(u->cfg.region);
-	free(u->cfg.bucket);
-	free(u->cfg.prefix);
-	free(u->cfg.credentials_file);
+	upload_config_clear(&u->cfg);
 	free(u->spool_dir);
 	free(u->host);
 	pthread_cond_destroy(&u->cond);

@@ -23,6 +23,9 @@ struct upload_config {            /* the YAML `upload:` section, parsed by the d
 	int concurrency;             /* >= 1 */
 };
 
+/* Free the strings of `cfg` and zero it. */
+void upload_config_clear(struct upload_config *cfg);
+
 struct uploader;
 
 int  uploader__new(const struct upload_config *cfg, const char *spool_dir, const char *host,
