@@ -13,6 +13,13 @@
  *   another perf user of the same tracepoint);
  * - gate (rodata gate_mode): filters on per-CPU tracepoint perf events, where the return
  *   value decides whether the event overflows (1 = fire = aux_pause on that CPU).
+ *
+ * Kernels back to 5.10 load them: each entry hook exists once per trigger index
+ * (uprobe_hit_3 serves trigger 3), since the attach cookie that would let one program
+ * serve them all needs BPF perf links (5.15); the atomics whose result is read need 5.12,
+ * so this file is also built without them (trigger_noatomics.bpf.c), and the loader picks
+ * the object the kernel takes; task storage in tracing programs needs 5.12 (the loader
+ * then uses the tp programs for the run queue).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -168,6 +175,45 @@ static __always_inline __u64 program_ns(void)
 	return t;
 }
 
+/*
+ * BPF atomics that return a value (fetch-and-add, compare-and-swap, exchange): Linux 5.12;
+ * an older verifier refuses the object that holds one, even where it never runs. Without
+ * them (TRIGGER_NO_ATOMICS) the conditions use a plain read-modify-write: two CPUs that
+ * qualify in the same instant may then both fire, or share a sequence number.
+ */
+#ifndef TRIGGER_NO_ATOMICS
+#define fetch_add(p, v) __sync_fetch_and_add(p, v)
+#define cmpxchg(p, old, new) __sync_val_compare_and_swap(p, old, new)
+#define test_and_set(p) __sync_lock_test_and_set(p, 1)
+#else
+static __always_inline __u64 fetch_add(__u64 *p, __u64 v)
+{
+	__u64 old = *(volatile __u64 *)p;
+
+	*(volatile __u64 *)p = old + v;
+	return old;
+}
+
+/* Sets *p to `new` if it holds `old`; returns what it held. */
+static __always_inline __u64 cmpxchg(__u64 *p, __u64 old, __u64 new)
+{
+	__u64 cur = *(volatile __u64 *)p;
+
+	if (cur == old)
+		*(volatile __u64 *)p = new;
+	return cur;
+}
+
+/* Sets *p to 1; returns what it held. */
+static __always_inline __u32 test_and_set(__u32 *p)
+{
+	__u32 old = *(volatile __u32 *)p;
+
+	*(volatile __u32 *)p = 1;
+	return old;
+}
+#endif
+
 static __always_inline bool in_scope(__u32 tgid)
 {
 	if (tgid == self_tgid || (guardian_tgid && tgid == guardian_tgid))
@@ -224,18 +270,18 @@ static __noinline int try_fire(struct cand *c)
 		goto suppress;
 
 	__sync_fetch_and_add(&qualifying[i], 1);
-	seq = __sync_fetch_and_add(&seq_counter, 1) + 1;
+	seq = fetch_add(&seq_counter, 1) + 1;
 	if (seq < nth)
 		goto suppress;
 	/* two CPUs may get here at once: one of them fires */
-	if (once_per_arm && __sync_lock_test_and_set(&disarmed, 1))
+	if (once_per_arm && test_and_set(&disarmed))
 		goto suppress;
 	/* the same for the cooldown: the CPU that moves last_fire_ns on from `last` fires */
 	if (!cooldown_ns)
 		last_fire_ns = c->now;
-	else if (__sync_val_compare_and_swap(&last_fire_ns, last, c->now) != last)
+	else if (cmpxchg(&last_fire_ns, last, c->now) != last)
 		goto suppress;
-	slot = __sync_fetch_and_add(&fire_slots, 1);
+	slot = fetch_add(&fire_slots, 1);
 	if (max_fires && slot >= max_fires)
 		goto suppress;
 
@@ -291,6 +337,14 @@ static __always_inline int tp_ret(int fire)
  */
 #define TP_LINK_RET 1
 
+/*
+ * The hooks of each trigger: one program per trigger index, named HOOK_INDEX (uprobe_hit_0
+ * ... uprobe_hit_15), as a constant in its code instead of an attach cookie (5.15).
+ */
+#define FOR_EACH_TRIGGER(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) \
+			    X(12) X(13) X(14) X(15)
+_Static_assert(MAX_TRIGGERS == 16, "FOR_EACH_TRIGGER names every trigger index");
+
 /* An entry probe hit (uprobe, kprobe, USDT): trigger `index`, with two arguments. */
 static __always_inline int entry_hit(struct pt_regs *ctx, __u32 kind, __u64 index,
 				     __u64 arg0, __u64 arg1)
@@ -313,19 +367,20 @@ static __always_inline int entry_hit(struct pt_regs *ctx, __u32 kind, __u64 inde
 	return kprobe_ret(try_fire(&c));
 }
 
-/* A uprobe or kprobe hit: the cookie is the trigger's index. */
-static __always_inline int probe_hit(struct pt_regs *ctx, __u32 kind)
+/* A uprobe or kprobe of trigger `index` hit. */
+static __always_inline int probe_hit(struct pt_regs *ctx, __u32 kind, __u32 index)
 {
-	return entry_hit(ctx, kind, bpf_get_attach_cookie(ctx), PT_REGS_PARM1(ctx),
-			 PT_REGS_PARM2(ctx));
+	return entry_hit(ctx, kind, index, PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx));
 }
 
 /* --uprobe BIN:SYM: the function was entered. */
-SEC("uprobe")
-int BPF_KPROBE(uprobe_hit)
-{
-	return probe_hit(ctx, TRIGGER_UPROBE);
-}
+#define UPROBE_HIT(i)							\
+	SEC("uprobe")							\
+	int BPF_KPROBE(uprobe_hit_##i)					\
+	{								\
+		return probe_hit(ctx, TRIGGER_UPROBE, i);		\
+	}
+FOR_EACH_TRIGGER(UPROBE_HIT)
 
 /*
  * --usdt BIN:PROVIDER:NAME: the program passed its USDT probe (libbpf's USDT support: the
@@ -342,8 +397,7 @@ int usdt_hit(struct pt_regs *ctx)
 }
 
 /* --latency-over with --uprobe: remember the entry (recursion: one slot per depth). */
-SEC("uprobe")
-int BPF_KPROBE(uprobe_entry)
+static __always_inline int uprobe_entry(struct pt_regs *ctx, __u32 index)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct call_key key = { .tid = (__u32)id };
@@ -352,7 +406,7 @@ int BPF_KPROBE(uprobe_entry)
 
 	if (!in_scope(id >> 32))
 		return 0;
-	key.index = bpf_get_attach_cookie(ctx);
+	key.index = index;
 	st = bpf_map_lookup_elem(&calls, &key);
 	if (!st) {
 		bpf_map_update_elem(&calls, &key, &empty_stack, BPF_NOEXIST);
@@ -376,9 +430,16 @@ int BPF_KPROBE(uprobe_entry)
 	return 0;
 }
 
+#define UPROBE_ENTRY(i)							\
+	SEC("uprobe")							\
+	int BPF_KPROBE(uprobe_entry_##i)				\
+	{								\
+		return uprobe_entry(ctx, i);				\
+	}
+FOR_EACH_TRIGGER(UPROBE_ENTRY)
+
 /* The call returns: its entry is the innermost one whose stack pointer matches. */
-SEC("uretprobe")
-int BPF_KRETPROBE(uretprobe_exit)
+static __always_inline int uretprobe_exit(struct pt_regs *ctx, __u32 index)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct call_key key = { .tid = (__u32)id };
@@ -390,9 +451,7 @@ int BPF_KRETPROBE(uretprobe_exit)
 	if (!in_scope(id >> 32))
 		return 0;
 	now = bpf_ktime_get_ns();
-	key.index = bpf_get_attach_cookie(ctx);
-	if (key.index >= MAX_TRIGGERS)
-		return 0;
+	key.index = index;
 	st = bpf_map_lookup_elem(&calls, &key);
 	if (!st || !st->depth)
 		return 0;
@@ -436,19 +495,28 @@ int BPF_KRETPROBE(uretprobe_exit)
 	return kprobe_ret(try_fire(&c));
 }
 
+#define URETPROBE_EXIT(i)						\
+	SEC("uretprobe")						\
+	int BPF_KRETPROBE(uretprobe_exit_##i)				\
+	{								\
+		return uretprobe_exit(ctx, i);				\
+	}
+FOR_EACH_TRIGGER(URETPROBE_EXIT)
+
 /* --kprobe SYM: the kernel function was entered in a thread in scope. */
-SEC("kprobe")
-int BPF_KPROBE(kprobe_hit)
-{
-	return probe_hit(ctx, TRIGGER_KPROBE);
-}
+#define KPROBE_HIT(i)							\
+	SEC("kprobe")							\
+	int BPF_KPROBE(kprobe_hit_##i)					\
+	{								\
+		return probe_hit(ctx, TRIGGER_KPROBE, i);		\
+	}
+FOR_EACH_TRIGGER(KPROBE_HIT)
 
 /*
  * --tracepoint CAT:NAME: a hit in a thread in scope. The record's first two 8-byte words
  * after the common header stand for the "arguments" (the format file says what they are).
  */
-SEC("tp")
-int tracepoint_hit(void *ctx)
+static __always_inline int tracepoint_hit(void *ctx, __u32 index)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct cand c = {};
@@ -456,9 +524,7 @@ int tracepoint_hit(void *ctx)
 
 	if (!in_scope(id >> 32))
 		return tp_ret(0);
-	c.index = bpf_get_attach_cookie(ctx);
-	if (c.index >= MAX_TRIGGERS)
-		return tp_ret(0);
+	c.index = index;
 	__sync_fetch_and_add(&hits[c.index], 1);
 	bpf_probe_read_kernel(args, sizeof(args), ctx + sizeof(struct trace_entry));
 	c.kind = TRIGGER_TRACEPOINT;
@@ -469,6 +535,14 @@ int tracepoint_hit(void *ctx)
 	c.arg1 = args[1];
 	return tp_ret(try_fire(&c));
 }
+
+#define TRACEPOINT_HIT(i)						\
+	SEC("tp")							\
+	int tracepoint_hit_##i(void *ctx)				\
+	{								\
+		return tracepoint_hit(ctx, i);				\
+	}
+FOR_EACH_TRIGGER(TRACEPOINT_HIT)
 
 /* ---- run-queue latency (runqslower's method) ---- */
 
@@ -538,6 +612,20 @@ static __always_inline void runq_enqueue_task(struct task_struct *p)
 		*ts = bpf_ktime_get_ns();
 }
 
+/* task_struct.state before Linux 5.14 renamed it __state (a CO-RE flavor of it). */
+struct task_struct___pre514 {
+	long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline long task_state(struct task_struct *t)
+{
+	struct task_struct___pre514 *old = (void *)t;
+
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state);
+	return BPF_CORE_READ(old, state);
+}
+
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(sched_wakeup, struct task_struct *p)
 {
@@ -559,7 +647,7 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 	__u64 *ts, start;
 
 	/* A preempted thread is runnable again from now on. */
-	if (prev->__state == TASK_RUNNING)
+	if (task_state(prev) == TASK_RUNNING)
 		runq_enqueue_task(prev);
 	if (!next_tid || !in_scope(next_tgid))
 		return 0;

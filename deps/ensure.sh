@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #
-# deps/ensure.sh build|test: checks what deps/packages lists for that set (test
-# includes build). Nothing missing: silent, exit 0. On Debian or Ubuntu as root: one
+# deps/ensure.sh build|test|kernels: checks what deps/packages lists for that set (test
+# and kernels include build). Nothing missing: silent, exit 0. On Debian or Ubuntu as root: one
 # line naming what it installs, then apt-get installs it. Elsewhere, or not root:
 # prints the exact command to run and exits 2.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 want=${1:-build}
-case $want in build|test) ;; *) echo "usage: $0 build|test" >&2; exit 2 ;; esac
+case $want in build|test|kernels) ;; *) echo "usage: $0 build|test|kernels" >&2; exit 2 ;; esac
 
 have() {
 	local kind=${1%%:*} what=${1#*:}
@@ -25,7 +25,7 @@ missing() {
 	local set pkg check
 	while read -r set pkg check; do
 		case $set in ''|'#'*) continue ;; esac
-		[ "$want" = build ] && [ "$set" != build ] && continue
+		[ "$set" = build ] || [ "$set" = "$want" ] || continue
 		have "$check" || printf '%s\n' "$pkg"
 	done <"$here/packages"
 }

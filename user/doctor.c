@@ -29,6 +29,7 @@
 #include "skel/probe.skel.h"
 #include "pt_pmu.h"
 #include "tracefs.h"
+#include "triggers.h"
 
 #define EVIDENCE_LEN 512
 #define FIX_LEN 256
@@ -49,6 +50,9 @@ enum check_id {
 	CHK_TP_BTF,
 	CHK_KPROBE,
 	CHK_FENTRY,
+	CHK_BPF_ATOMICS,
+	CHK_TASK_STORAGE,
+	CHK_TRIGGER_PROGRAMS,
 	CHK_KCORE,
 	CHK_KALLSYMS,
 	CHK_PARANOID,
@@ -89,6 +93,9 @@ static struct check checks[NR_CHECKS] = {
 	[CHK_TP_BTF] = { "tp_btf_attach", "tracepoint (tp_btf)" },
 	[CHK_KPROBE] = { "kprobe_attach", "kprobe attach" },
 	[CHK_FENTRY] = { "fentry_attach", "fentry attach" },
+	[CHK_BPF_ATOMICS] = { "bpf_atomics", "BPF atomics" },
+	[CHK_TASK_STORAGE] = { "task_storage", "task storage" },
+	[CHK_TRIGGER_PROGRAMS] = { "trigger_programs", "trigger programs" },
 	[CHK_KCORE] = { "kcore", "/proc/kcore", "Kernel decode (--kernel)" },
 	[CHK_KALLSYMS] = { "kallsyms", "/proc/kallsyms" },
 	[CHK_PARANOID] = { "perf_event_paranoid", "perf_event_paranoid", "Privileges" },
@@ -186,7 +193,19 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 
 static void check_kernel(void)
 {
-	set(CHK_KERNEL, true, "Linux %s %s", facts.uts.release, facts.uts.machine);
+	unsigned int major = 0, minor = 0;
+
+	/* The triggers' ring buffer sets the floor; README lists each feature's minimum. */
+	sscanf(facts.uts.release, "%u.%u", &major, &minor);
+	if (major < 5 || (major == 5 && minor < 8)) {
+		set(CHK_KERNEL, false, "Linux %s %s: older than 5.8", facts.uts.release,
+		    facts.uts.machine);
+		set_fix(CHK_KERNEL, "Linux 5.8 or newer (the triggers report through a BPF ring "
+			"buffer)");
+	} else {
+		set(CHK_KERNEL, true, "Linux %s %s (5.8 or newer)", facts.uts.release,
+		    facts.uts.machine);
+	}
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
 		set(CHK_BTF, false, "/sys/kernel/btf/vmlinux: %s", strerror(errno));
 		set_fix(CHK_BTF, "a kernel built with CONFIG_DEBUG_INFO_BTF=y (CO-RE BPF needs "
@@ -465,7 +484,8 @@ static void privilege_not_feature(void)
 {
 	static const enum check_id bpf_checks[] = {
 		CHK_BPF_PROG_LOAD, CHK_BPF_RINGBUF, CHK_UPROBE, CHK_TRACEPOINT, CHK_TP_BTF,
-		CHK_KPROBE, CHK_FENTRY,
+		CHK_KPROBE, CHK_FENTRY, CHK_BPF_ATOMICS, CHK_TASK_STORAGE,
+		CHK_TRIGGER_PROGRAMS,
 	};
 	size_t i;
 
@@ -479,6 +499,51 @@ static void privilege_not_feature(void)
 	if (!checks[CHK_TRACEFS].present && !privs_has_cap(CAP_SYS_ADMIN))
 		set_fix(CHK_TRACEFS, "a missing privilege: mounting tracefs needs CAP_SYS_ADMIN: "
 			"run as root, or mount -t tracefs nodev /sys/kernel/tracing as root");
+}
+
+/* What the trigger programs use beyond the checks above, and whether they load. */
+static void check_trigger_programs(void)
+{
+	struct trigger_features f;
+	char desc[160];
+	int err;
+
+	triggers__probe_features(&f);
+	if (f.atomics) {
+		set(CHK_BPF_ATOMICS, true, "a program with atomic fetch-add, compare-and-swap "
+		    "and exchange loaded");
+	} else {
+		set(CHK_BPF_ATOMICS, false, "the verifier refused a program with atomic "
+		    "fetch-add, compare-and-swap and exchange (Linux %s; they came in 5.12)",
+		    facts.uts.release);
+		set_fix(CHK_BPF_ATOMICS, "Linux 5.12 or newer; until then the triggers count with "
+			"plain adds, and two CPUs that qualify at once may both fire");
+	}
+	if (f.task_storage) {
+		set(CHK_TASK_STORAGE, true, "BPF_MAP_TYPE_TASK_STORAGE created; "
+		    "bpf_task_storage_get() allowed in tracing programs");
+	} else {
+		set(CHK_TASK_STORAGE, false, "no task storage for tracing programs (Linux %s; "
+		    "the map came in 5.11, its use in tracing programs in 5.12)",
+		    facts.uts.release);
+		set_fix(CHK_TASK_STORAGE, "Linux 5.12 or newer; until then the run-queue trigger "
+			"keeps wakeup times in a hash map (tp programs), which costs more per "
+			"context switch");
+	}
+	if (!f.ringbuf) {
+		set(CHK_TRIGGER_PROGRAMS, false, "no BPF ring buffer: the triggers cannot report");
+		set_fix(CHK_TRIGGER_PROGRAMS, "Linux 5.8 or newer");
+		return;
+	}
+	err = triggers__check_load(&f, desc, sizeof(desc));
+	if (err) {
+		set(CHK_TRIGGER_PROGRAMS, false, "loading the programs of every trigger kind "
+		    "(%s): %s", desc, strerror(-err));
+		set_fix(CHK_TRIGGER_PROGRAMS, "run ptbpf --dry-run -vvv with a trigger for the "
+			"verifier's log, and report it");
+		return;
+	}
+	set(CHK_TRIGGER_PROGRAMS, true, "the programs of every trigger kind loaded (%s)", desc);
 }
 
 static void check_bpf(void)
@@ -588,6 +653,7 @@ static void check_bpf(void)
 			"a kernel without lockdown of tracing programs" : "a kernel with "
 			"CONFIG_FUNCTION_TRACER=y and CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS=y");
 
+	check_trigger_programs();
 	libbpf_set_print(old_print);
 	privilege_not_feature();
 }
@@ -913,8 +979,9 @@ static const struct argp_option doctor_options[] = {
 
 static const char doctor_doc[] =
 	"Say what this host supports for ptbpf, and how to fix what it does not: the Intel PT "
-	"PMU and its capabilities, the in-kernel freeze (aux_pause), BPF program types and "
-	"attach points, kernel decoding (/proc/kcore, kallsyms), privileges, and which "
+	"PMU and its capabilities, the in-kernel freeze (aux_pause), BPF program types, "
+	"attach points and features (atomics, task storage), whether the trigger programs "
+	"load, kernel decoding (/proc/kcore, kallsyms), privileges, and which "
 	"capture backends are usable. Each line: present/absent, the evidence, the fix.\n"
 	"\n"
 	"Exit status: 0 if at least one backend can capture, 1 if none can, 2 on a usage "

@@ -28,6 +28,19 @@
 #include "tracefs.h"
 #include "triggers.h"
 #include "skel/trigger.skel.h"
+#include "skel/trigger_noatomics.skel.h"
+
+/*
+ * trigger_noatomics.bpf.c is trigger.bpf.c built without the atomics of Linux 5.12, and is
+ * opened through trigger.bpf.c's skeleton: its maps, programs and variables must match.
+ */
+_Static_assert(sizeof(struct trigger_bpf__rodata) == sizeof(struct trigger_noatomics_bpf__rodata) &&
+	       sizeof(struct trigger_bpf__bss) == sizeof(struct trigger_noatomics_bpf__bss) &&
+	       sizeof(((struct trigger_bpf *)0)->progs) ==
+	       sizeof(((struct trigger_noatomics_bpf *)0)->progs) &&
+	       sizeof(((struct trigger_bpf *)0)->maps) ==
+	       sizeof(((struct trigger_noatomics_bpf *)0)->maps),
+	       "trigger_noatomics.bpf.c differs from trigger.bpf.c");
 
 /* Links per trigger at most: entry + return uprobe, or three sched hooks, ... */
 #define MAX_LINKS (MAX_TRIGGERS * 3 + 8)
@@ -68,6 +81,8 @@ struct triggers {
 	struct gate gates[MAX_TRIGGERS];
 	int nr_gates;
 	bool tp_btf;			/* tp_btf programs usable (else tp variants) */
+	bool runq_btf;			/* ... and task storage, for the run-queue hooks */
+	struct trigger_features features;
 	struct ring_buffer *rb;
 	trigger_cb cb;
 	void *cb_ctx;
@@ -569,14 +584,23 @@ static int resolve_trigger(struct triggers *t, const struct trigger_spec *spec, 
 
 /* ---- configuring and loading ---- */
 
+/*
+ * PTBPF_NO_TP_BTF=1, PTBPF_NO_TASK_STORAGE=1, PTBPF_NO_BPF_ATOMICS=1: act as on a kernel
+ * without that feature, so that the fallbacks are tested on kernels that have it.
+ */
+static bool env_flag(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v && strcmp(v, "0");
+}
+
 static bool have_tp_btf(void)
 {
-	const char *force = getenv("PTBPF_NO_TP_BTF");
 	struct btf *btf;
 	bool ok;
 
-	/* The tp fallback can be forced, so that it is tested on kernels that have tp_btf. */
-	if (force && *force && strcmp(force, "0"))
+	if (env_flag("PTBPF_NO_TP_BTF"))
 		return false;
 	/* tp_btf needs the kernel's BTF, with the tracepoints' btf_trace_* types in it. */
 	btf = btf__load_vmlinux_btf();
@@ -588,69 +612,187 @@ static bool have_tp_btf(void)
 	return ok;
 }
 
+/* A small program using the BPF atomics that return a value (Linux 5.12). */
+static bool have_bpf_atomics(void)
+{
+	const struct bpf_insn insns[] = {
+		/* *(u64 *)(r10 - 8) = 0; r1 = 1 */
+		{ .code = BPF_ST | BPF_MEM | BPF_DW, .dst_reg = BPF_REG_10, .off = -8 },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_1, .imm = 1 },
+		/* r1 = atomic_fetch_add((u64 *)(r10 - 8), r1) */
+		{ .code = BPF_STX | BPF_ATOMIC | BPF_DW, .dst_reg = BPF_REG_10,
+		  .src_reg = BPF_REG_1, .off = -8, .imm = BPF_ADD | BPF_FETCH },
+		/* r0 = r1; r0 = cmpxchg((u64 *)(r10 - 8), r0, r1) */
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_X, .dst_reg = BPF_REG_0, .src_reg = BPF_REG_1 },
+		{ .code = BPF_STX | BPF_ATOMIC | BPF_DW, .dst_reg = BPF_REG_10,
+		  .src_reg = BPF_REG_1, .off = -8, .imm = BPF_CMPXCHG },
+		/* r1 = xchg((u32 *)(r10 - 8), r1) */
+		{ .code = BPF_STX | BPF_ATOMIC | BPF_W, .dst_reg = BPF_REG_10,
+		  .src_reg = BPF_REG_1, .off = -8, .imm = BPF_XCHG },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	int fd;
+
+	fd = bpf_prog_load(BPF_PROG_TYPE_SOCKET_FILTER, NULL, "GPL", insns,
+			   sizeof(insns) / sizeof(insns[0]), NULL);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+int triggers__probe_features(struct trigger_features *f)
+{
+	if (!f)
+		return -EINVAL;
+	memset(f, 0, sizeof(*f));
+	f->ringbuf = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) == 1;
+	f->tp_btf = have_tp_btf();
+	/* the map (5.11, for BPF LSM), then the helper in tracing programs (5.12) */
+	f->task_storage = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) == 1 &&
+			  libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_task_storage_get,
+						  NULL) == 1;
+	f->atomics = have_bpf_atomics() && !env_flag("PTBPF_NO_BPF_ATOMICS");
+	f->task_storage = f->task_storage && !env_flag("PTBPF_NO_TASK_STORAGE");
+	return 0;
+}
+
+/* trigger.bpf.c's skeleton, on the object built without BPF atomics where they are missing. */
+static struct trigger_bpf *open_skeleton(bool atomics)
+{
+	struct trigger_bpf *obj;
+	int err;
+
+	obj = calloc(1, sizeof(*obj));
+	if (!obj)
+		return NULL;
+	err = trigger_bpf__create_skeleton(obj);
+	if (err)
+		goto cleanup;
+	if (!atomics)
+		obj->skeleton->data = trigger_noatomics_bpf__elf_bytes(&obj->skeleton->data_sz);
+	err = bpf_object__open_skeleton(obj->skeleton, NULL);
+	if (err)
+		goto cleanup;
+	return obj;
+
+cleanup:
+	trigger_bpf__destroy(obj);
+	errno = -err;
+	return NULL;
+}
+
 static void autoload(struct bpf_program *prog, bool on)
 {
 	bpf_program__set_autoload(prog, on);
 }
 
-/* Which programs the triggers need, and which of them are gates. */
-static void select_programs(struct triggers *t)
+/* The program HOOK_i: trigger i's own copy of an entry hook (bpf/trigger.bpf.c). */
+static struct bpf_program *trigger_prog(const struct trigger_bpf *s, const char *hook, int i)
 {
-	struct trigger_bpf *s = t->skel;
-	bool gate = t->mode == TRIGGER_ATTACH_GATE;
-	int i;
+	char name[32];
 
-	for (i = 0; i < t->nr; i++) {
-		switch (t->trig[i].kind) {
-		case TRIGGER_UPROBE:
-			autoload(s->progs.uprobe_hit, true);
-			break;
-		case TRIGGER_UPROBE_LATENCY:
-			autoload(s->progs.uprobe_entry, true);
-			autoload(s->progs.uretprobe_exit, true);
-			break;
-		case TRIGGER_KPROBE:
-			autoload(s->progs.kprobe_hit, true);
-			break;
-		case TRIGGER_TRACEPOINT:
-			autoload(s->progs.tracepoint_hit, true);
-			break;
-		case TRIGGER_USDT:
-			autoload(s->progs.usdt_hit, true);
-			break;
-		case TRIGGER_RUNQ_LATENCY:
-			autoload(s->progs.sched_wakeup, t->tp_btf);
-			autoload(s->progs.sched_wakeup_new, t->tp_btf);
-			autoload(s->progs.tp_sched_wakeup, !t->tp_btf);
-			autoload(s->progs.tp_sched_wakeup_new, !t->tp_btf);
-			/* Only a tracepoint perf event can gate: the switch is the tp program. */
-			autoload(s->progs.sched_switch, t->tp_btf && !gate);
-			autoload(s->progs.tp_sched_switch, !t->tp_btf || gate);
-			break;
-		case TRIGGER_SYSCALL_LATENCY:
-			autoload(s->progs.sys_enter, t->tp_btf);
-			autoload(s->progs.tp_sys_enter, !t->tp_btf);
-			autoload(s->progs.sys_exit, t->tp_btf && !gate);
-			autoload(s->progs.tp_sys_exit, !t->tp_btf || gate);
-			break;
-		default:
-			break;
-		}
-	}
+	snprintf(name, sizeof(name), "%s_%d", hook, i);
+	return bpf_object__find_program_by_name(s->obj, name);
 }
 
-static void disable_all_programs(struct trigger_bpf *s)
+/*
+ * Turn on the programs trigger i of this kind needs, and in gate mode the gates. tp_btf:
+ * BTF tracepoints usable; runq_btf: also task storage, for the run-queue hooks.
+ */
+static int select_trigger(struct trigger_bpf *s, enum trigger_kind kind, int i, bool tp_btf,
+			  bool runq_btf, bool gate)
+{
+	static const char *const hooks[][2] = {
+		[TRIGGER_UPROBE] = { "uprobe_hit" },
+		[TRIGGER_UPROBE_LATENCY] = { "uprobe_entry", "uretprobe_exit" },
+		[TRIGGER_KPROBE] = { "kprobe_hit" },
+		[TRIGGER_TRACEPOINT] = { "tracepoint_hit" },
+	};
+	struct bpf_program *prog;
+	int h;
+
+	switch (kind) {
+	case TRIGGER_UPROBE:
+	case TRIGGER_UPROBE_LATENCY:
+	case TRIGGER_KPROBE:
+	case TRIGGER_TRACEPOINT:
+		for (h = 0; h < 2 && hooks[kind][h]; h++) {
+			prog = trigger_prog(s, hooks[kind][h], i);
+			if (!prog)
+				return -ENOENT;
+			autoload(prog, true);
+		}
+		break;
+	case TRIGGER_USDT:
+		/* libbpf's USDT support carries the index in its own cookie (no BPF cookie) */
+		autoload(s->progs.usdt_hit, true);
+		break;
+	case TRIGGER_RUNQ_LATENCY:
+		autoload(s->progs.sched_wakeup, runq_btf);
+		autoload(s->progs.sched_wakeup_new, runq_btf);
+		autoload(s->progs.tp_sched_wakeup, !runq_btf);
+		autoload(s->progs.tp_sched_wakeup_new, !runq_btf);
+		/* Only a tracepoint perf event can gate: the switch is the tp program. */
+		autoload(s->progs.sched_switch, runq_btf && !gate);
+		autoload(s->progs.tp_sched_switch, !runq_btf || gate);
+		/* Only the tp_btf run-queue programs use task storage (5.12). */
+		bpf_map__set_autocreate(s->maps.runq_task_start, runq_btf);
+		break;
+	case TRIGGER_SYSCALL_LATENCY:
+		autoload(s->progs.sys_enter, tp_btf);
+		autoload(s->progs.tp_sys_enter, !tp_btf);
+		autoload(s->progs.sys_exit, tp_btf && !gate);
+		autoload(s->progs.tp_sys_exit, !tp_btf || gate);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* Nothing loaded or created but what select_trigger() turns on. */
+static void disable_all(struct trigger_bpf *s)
 {
 	struct bpf_program *prog;
 
 	bpf_object__for_each_program(prog, s->obj)
 		bpf_program__set_autoload(prog, false);
+	/* an older kernel has no task storage: don't ask it for a map no trigger uses */
+	bpf_map__set_autocreate(s->maps.runq_task_start, false);
+}
+
+int triggers__check_load(const struct trigger_features *f, char *desc, size_t size)
+{
+	static const enum trigger_kind kinds[] = {
+		TRIGGER_UPROBE, TRIGGER_UPROBE_LATENCY, TRIGGER_KPROBE, TRIGGER_TRACEPOINT,
+		TRIGGER_RUNQ_LATENCY, TRIGGER_SYSCALL_LATENCY, TRIGGER_USDT,
+	};
+	bool runq_btf = f->tp_btf && f->task_storage;
+	struct trigger_bpf *s;
+	size_t k;
+	int err = 0;
+
+	snprintf(desc, size, "%s, run queue %s, %s", f->tp_btf ? "tp_btf" : "tp programs",
+		 runq_btf ? "tp_btf with task storage" : "tp programs with a hash",
+		 f->atomics ? "BPF atomics" : "plain counters (no BPF atomics)");
+	s = open_skeleton(f->atomics);
+	if (!s)
+		return -errno;
+	disable_all(s);
+	for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]) && !err; k++)
+		err = select_trigger(s, kinds[k], 0, f->tp_btf, runq_btf, false);
+	if (!err)
+		err = trigger_bpf__load(s);
+	trigger_bpf__destroy(s);
+	return err;
 }
 
 static int configure(struct triggers *t, const struct capture_opts *o)
 {
 	struct trigger_bpf__rodata *ro = t->skel->rodata;
-	int i;
+	int i, err;
 
 	ro->targ_tgid = t->tgid;
 	ro->self_tgid = getpid();
@@ -669,11 +811,17 @@ static int configure(struct triggers *t, const struct capture_opts *o)
 		if (t->trig[i].kind == TRIGGER_RUNQ_LATENCY)
 			ro->runq_index = i;
 	}
-	disable_all_programs(t->skel);
-	select_programs(t);
+	disable_all(t->skel);
+	for (i = 0; i < t->nr; i++) {
+		err = select_trigger(t->skel, t->trig[i].kind, i, t->tp_btf, t->runq_btf,
+				     t->mode == TRIGGER_ATTACH_GATE);
+		if (err) {
+			elog("the trigger BPF object lacks a program of trigger %d: rebuild "
+			     "ptbpf\n", i);
+			return err;
+		}
+	}
 	autoload(t->skel->progs.spawn_exec, t->spawn_tgid);
-	/* Only the tp_btf programs use task storage (5.11+): don't ask an older kernel. */
-	bpf_map__set_autocreate(t->skel->maps.runq_task_start, t->tp_btf);
 	return 0;
 }
 
@@ -697,7 +845,15 @@ int triggers__new(const struct capture_opts *o, pid_t tgid, enum trigger_attach_
 	t->spawn_tgid = o->cmd ? tgid : 0;
 	t->nr = o->nr_triggers;
 	snprintf(t->group, sizeof(t->group), "ptbpf_%d", getpid());
-	t->tp_btf = have_tp_btf();
+	triggers__probe_features(&t->features);
+	t->tp_btf = t->features.tp_btf;
+	t->runq_btf = t->tp_btf && t->features.task_storage;
+	if (!t->features.ringbuf) {
+		elog("the triggers need the BPF ring buffer (Linux 5.8 or newer; this kernel has "
+		     "none)\n");
+		err = -EOPNOTSUPP;
+		goto cleanup;
+	}
 
 	for (i = 0; i < t->nr; i++) {
 		if (o->triggers[i].kind == TRIGGER_RUNQ_LATENCY && runq++) {
@@ -710,7 +866,7 @@ int triggers__new(const struct capture_opts *o, pid_t tgid, enum trigger_attach_
 			goto cleanup;
 	}
 
-	t->skel = trigger_bpf__open();
+	t->skel = open_skeleton(t->features.atomics);
 	if (!t->skel) {
 		err = -errno;
 		elog("cannot open the trigger BPF object: %s\n", strerror(-err));
@@ -751,9 +907,10 @@ int triggers__new(const struct capture_opts *o, pid_t tgid, enum trigger_attach_
 		if (err)
 			goto cleanup;
 	}
-	vlog("triggers: %d loaded (%s, %s)\n", t->nr,
+	vlog("triggers: %d loaded (%s, %s, run queue %s, %s)\n", t->nr,
 	     mode == TRIGGER_ATTACH_GATE ? "gate mode" : "links",
-	     t->tp_btf ? "tp_btf" : "tp fallback");
+	     t->tp_btf ? "tp_btf" : "tp fallback", t->runq_btf ? "tp_btf" : "tp",
+	     t->features.atomics ? "BPF atomics" : "plain counters (no BPF atomics: Linux < 5.12)");
 	*out = t;
 	return 0;
 
@@ -803,7 +960,7 @@ static int add_link(struct triggers *t, struct bpf_link *link)
 static int attach_uprobe(struct triggers *t, int i, struct bpf_program *prog, bool ret)
 {
 	struct trig *tr = &t->trig[i];
-	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = i, .retprobe = ret);
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = ret);
 	pid_t pid = t->tgid ? t->tgid : -1;
 	int err;
 
@@ -863,13 +1020,12 @@ static int kprobe_unavailable(struct triggers *t, int i)
 
 static int attach_kprobe(struct triggers *t, int i)
 {
-	LIBBPF_OPTS(bpf_kprobe_opts, opts, .bpf_cookie = i);
 	int err;
 
 	if (!have_kprobes(t))
 		return kprobe_unavailable(t, i);
-	err = add_link(t, bpf_program__attach_kprobe_opts(t->skel->progs.kprobe_hit,
-							  t->trig[i].func, &opts));
+	err = add_link(t, bpf_program__attach_kprobe(trigger_prog(t->skel, "kprobe_hit", i), false,
+						     t->trig[i].func));
 	if (err)
 		elog("%s: cannot attach: %s (is it a traceable kernel function? see "
 		     "available_filter_functions)\n", t->trig[i].desc, strerror(-err));
@@ -878,12 +1034,10 @@ static int attach_kprobe(struct triggers *t, int i)
 
 static int attach_tracepoint(struct triggers *t, int i)
 {
-	LIBBPF_OPTS(bpf_tracepoint_opts, opts, .bpf_cookie = i);
 	int err;
 
-	err = add_link(t, bpf_program__attach_tracepoint_opts(t->skel->progs.tracepoint_hit,
-							      t->trig[i].cat, t->trig[i].name,
-							      &opts));
+	err = add_link(t, bpf_program__attach_tracepoint(trigger_prog(t->skel, "tracepoint_hit", i),
+							 t->trig[i].cat, t->trig[i].name));
 	if (err)
 		elog("%s: cannot attach: %s\n", t->trig[i].desc, strerror(-err));
 	return err;
@@ -925,12 +1079,12 @@ int triggers__attach(struct triggers *t)
 		switch (t->trig[i].kind) {
 		case TRIGGER_UPROBE:
 			if (!gate)
-				err = attach_uprobe(t, i, s->progs.uprobe_hit, false);
+				err = attach_uprobe(t, i, trigger_prog(t->skel, "uprobe_hit", i), false);
 			break;
 		case TRIGGER_UPROBE_LATENCY:
-			err = attach_uprobe(t, i, s->progs.uprobe_entry, false);
+			err = attach_uprobe(t, i, trigger_prog(t->skel, "uprobe_entry", i), false);
 			if (!err && !gate)
-				err = attach_uprobe(t, i, s->progs.uretprobe_exit, true);
+				err = attach_uprobe(t, i, trigger_prog(t->skel, "uretprobe_exit", i), true);
 			break;
 		case TRIGGER_KPROBE:
 			if (!gate)
@@ -1067,7 +1221,7 @@ static int add_uprobe_gate(struct triggers *t, int i, bool ret)
 	struct gate *g;
 	int err;
 
-	add_gate(t, i, ret ? t->skel->progs.uretprobe_exit : t->skel->progs.uprobe_hit, &g);
+	add_gate(t, i, trigger_prog(t->skel, ret ? "uretprobe_exit" : "uprobe_hit", i), &g);
 	snprintf(name, sizeof(name), "%c%d", ret ? 'r' : 'u', i);
 	snprintf(target, sizeof(target), "%s:0x%llx", tr->bin, (unsigned long long)tr->file_off);
 	err = define_probe(t, g, "uprobe_events", ret ? 'r' : 'p', name, target);
@@ -1085,7 +1239,7 @@ static int add_kprobe_gate(struct triggers *t, int i)
 
 	if (!have_kprobes(t))
 		return kprobe_unavailable(t, i);
-	add_gate(t, i, t->skel->progs.kprobe_hit, &g);
+	add_gate(t, i, trigger_prog(t->skel, "kprobe_hit", i), &g);
 	snprintf(name, sizeof(name), "k%d", i);
 	err = define_probe(t, g, "kprobe_events", 'p', name, t->trig[i].func);
 	if (err)
@@ -1143,8 +1297,8 @@ static int make_gates(struct triggers *t)
 			err = add_kprobe_gate(t, i);
 			break;
 		case TRIGGER_TRACEPOINT:
-			err = add_tp_gate(t, i, t->skel->progs.tracepoint_hit, t->trig[i].cat,
-					  t->trig[i].name);
+			err = add_tp_gate(t, i, trigger_prog(t->skel, "tracepoint_hit", i),
+					  t->trig[i].cat, t->trig[i].name);
 			break;
 		case TRIGGER_RUNQ_LATENCY:
 			err = add_tp_gate(t, i, t->skel->progs.tp_sched_switch, "sched",
@@ -1182,13 +1336,11 @@ int triggers__gate(const struct triggers *t, int i, struct trigger_gate *g)
 
 int triggers__attach_gate(struct triggers *t, int i, int perf_fd)
 {
-	LIBBPF_OPTS(bpf_perf_event_opts, opts);
 	int err;
 
 	if (!t || i < 0 || i >= t->nr_gates || perf_fd < 0)
 		return -EINVAL;
-	opts.bpf_cookie = t->gates[i].index;
-	err = add_link(t, bpf_program__attach_perf_event_opts(t->gates[i].prog, perf_fd, &opts));
+	err = add_link(t, bpf_program__attach_perf_event(t->gates[i].prog, perf_fd));
 	if (err)
 		elog("%s: cannot attach the program to %s: %s\n", t->trig[t->gates[i].index].desc,
 		     t->gates[i].name, strerror(-err));

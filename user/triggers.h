@@ -51,6 +51,29 @@
 
 struct triggers;
 
+/*
+ * What the running kernel's BPF offers the trigger programs. The minimum kernel of each
+ * is in README's requirements; without the optional ones the triggers still load.
+ */
+struct trigger_features {
+	bool ringbuf;		/* BPF ring buffer (Linux 5.8): required */
+	bool tp_btf;		/* BTF tracepoints sched_switch, sys_enter (5.5): else tp programs */
+	bool task_storage;	/* task storage in tracing programs (5.12): else, the run queue's
+				 * wakeup times go in a hash, with the tp programs */
+	bool atomics;		/* BPF atomics that return a value (5.12): else plain counters,
+				 * and two CPUs qualifying at once may both fire */
+};
+
+/* Probe the running kernel (loads tiny programs and maps; needs CAP_BPF). */
+int triggers__probe_features(struct trigger_features *f);
+
+/*
+ * Load (then unload) every program one trigger of each kind needs on this kernel with
+ * these features, as a capture would, for ptbpf doctor. `desc` receives which variants
+ * they were. Returns 0 or the load's -errno.
+ */
+int triggers__check_load(const struct trigger_features *f, char *desc, size_t size);
+
 enum trigger_attach_mode {
 	TRIGGER_ATTACH_LINKS = 0,	/* libbpf links; the loader freezes on the ring record */
 	TRIGGER_ATTACH_GATE = 1,	/* tracepoint perf events gated by the program's return */
@@ -133,8 +156,8 @@ struct trigger_gate {
 int triggers__nr_gates(const struct triggers *t);
 int triggers__gate(const struct triggers *t, int i, struct trigger_gate *g);
 /*
- * Attach gate i's program to one of its per-CPU perf events (with the trigger's index as
- * BPF cookie). Once per gate; the link keeps that perf event alive until triggers__free().
+ * Attach gate i's program (its trigger's own copy, which knows its index) to one of its
+ * per-CPU perf events. Once per gate; the link keeps that perf event alive until triggers__free().
  */
 int triggers__attach_gate(struct triggers *t, int i, int perf_fd);
 
