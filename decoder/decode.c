@@ -59,6 +59,7 @@ struct ptd_stream {
 	/* the thread the trace belongs to now */
 	uint32_t pid, tid;
 	int as;			/* its address space, -1: unknown (its events are dropped) */
+	bool selected;		/* its events are wanted (o.selected) */
 	size_t sched_idx;	/* current entry of o.sched */
 	bool have_thread;
 	bool enabled;		/* tracing on: between START and STOP */
@@ -93,6 +94,8 @@ struct ptd_stream {
 	uint64_t still_off;
 	/* blocks allowed so far: PTD_BLOCKS_BASE + PTD_BLOCKS_PER_BYTE * offset reached */
 	uint64_t budget;
+	size_t range;		/* o.ranges: the one being decoded */
+	bool range_open;	/* the decoder is set at its start, not synced yet */
 };
 
 /* ---------------------------------------------------------------- time */
@@ -143,8 +146,8 @@ static struct ptd_event *emit(struct ptd_stream *s, enum ptd_kind kind, uint64_t
 {
 	struct ptd_event *ev;
 
-	/* events of threads we know nothing about (other processes) are dropped */
-	if (s->as < 0)
+	/* events of threads we know nothing about (other processes), or not selected */
+	if (s->as < 0 || !s->selected)
 		return NULL;
 	/*
 	 * A stream's times never go back: libipt's time after a block can be ahead of the
@@ -241,6 +244,8 @@ static int set_thread(struct ptd_stream *s, uint32_t pid, uint32_t tid, int as)
 				s->up_end = a->maps[i].end;
 			}
 	}
+	if (!s->have_thread || pid != s->pid || tid != s->tid)
+		s->selected = !s->o.selected || s->o.selected(s->o.selected_ctx, pid, tid);
 	s->pid = pid;
 	s->tid = tid;
 	s->as = as;
@@ -688,6 +693,53 @@ static void stream_synced(struct ptd_stream *s, int status)
 		s->as = -1;
 }
 
+/*
+ * A block decoder over the stream's bytes up to `end`, offsets counted from the start
+ * of the stream; NULL when libipt refuses the configuration.
+ */
+static struct pt_block_decoder *open_decoder(const struct ptd_stream_opts *o, uint64_t end)
+{
+	struct pt_config cfg = o->config;
+
+	cfg.size = sizeof(cfg);
+	cfg.begin = (uint8_t *)o->buf;
+	cfg.end = (uint8_t *)o->buf + end;
+	/* every call and jump ends a block: that is where the events are */
+	cfg.flags.variant.block.end_on_call = 1;
+	cfg.flags.variant.block.end_on_jump = 1;
+	return pt_blk_alloc_decoder(&cfg);
+}
+
+/*
+ * The next of o.ranges: a decoder that ends where it ends (the flow past it is not
+ * wanted), synced at its PSB by the next step, with the current image.
+ */
+static int open_range(struct ptd_stream *s, size_t k)
+{
+	const struct ptd_range *r = &s->o.ranges[k];
+	struct pt_block_decoder *dec = open_decoder(&s->o, r->end);
+	struct pt_image *image;
+
+	if (!dec)
+		return -EINVAL;
+	pt_blk_free_decoder(s->dec);
+	s->dec = dec;
+	s->range = k;
+	s->range_open = true;
+	image = s->have_thread && s->as >= 0 ? ptd_aspace_image(s->o.images, s->as) : NULL;
+	if (image)
+		pt_blk_set_image(dec, image);
+	return 0;
+}
+
+/* The decoder reached the end of its bytes: on to the next range, or done. */
+static void stream_end(struct ptd_stream *s)
+{
+	s->state = ST_DONE;
+	if (s->range + 1 < s->o.nr_ranges && !open_range(s, s->range + 1))
+		s->state = ST_SYNC;
+}
+
 /* One step: a sync, an event, or a block. */
 static void stream_step(struct ptd_stream *s)
 {
@@ -697,7 +749,12 @@ static void stream_step(struct ptd_stream *s)
 	if (s->state == ST_SYNC) {
 		uint64_t off = 0;
 
-		status = pt_blk_sync_forward(s->dec);
+		if (s->range_open) {
+			s->range_open = false;
+			status = pt_blk_sync_set(s->dec, s->o.ranges[s->range].begin);
+		} else {
+			status = pt_blk_sync_forward(s->dec);
+		}
 		if (status < 0) {
 			if (status != -pte_eos) {
 				emit_error(s, status, 0);
@@ -709,12 +766,12 @@ static void stream_step(struct ptd_stream *s)
 					return;
 				}
 			}
-			s->state = ST_DONE;
+			stream_end(s);
 			return;
 		}
 		if (pt_blk_get_sync_offset(s->dec, &off) >= 0) {
 			if (s->synced && off <= s->last_sync) {
-				s->state = ST_DONE;
+				stream_end(s);
 				return;
 			}
 			s->last_sync = off;
@@ -778,7 +835,7 @@ static void stream_step(struct ptd_stream *s)
 	}
 	if (status < 0) {
 		if (status == -pte_eos) {
-			s->state = ST_DONE;
+			stream_end(s);
 			return;
 		}
 		emit_error(s, status, block.ninsn ? block.end_ip : block.ip);
@@ -802,8 +859,8 @@ static size_t stream_fill(struct ptd_stream *s, struct ptd_event *out)
 
 int ptd_stream_new(const struct ptd_stream_opts *opts, struct ptd_stream **out)
 {
-	struct pt_config cfg = opts->config;
 	struct ptd_stream *s;
+	size_t i;
 
 	*out = NULL;
 	s = calloc(1, sizeof(*s));
@@ -812,18 +869,22 @@ int ptd_stream_new(const struct ptd_stream_opts *opts, struct ptd_stream **out)
 	s->o = *opts;
 	s->as = -1;
 	s->budget = PTD_BLOCKS_BASE;
-	cfg.size = sizeof(cfg);
-	cfg.begin = (uint8_t *)opts->buf;
-	cfg.end = (uint8_t *)opts->buf + opts->size;
-	/* every call and jump ends a block: that is where the events are */
-	cfg.flags.variant.block.end_on_call = 1;
-	cfg.flags.variant.block.end_on_jump = 1;
-	s->dec = pt_blk_alloc_decoder(&cfg);
+	s->selected = true;
+	if (opts->ranges) {
+		/* nothing to decode: a stream that is done before it starts */
+		s->state = opts->nr_ranges ? ST_SYNC : ST_DONE;
+		for (i = 0; i < opts->nr_ranges; i++)
+			s->st.bytes += opts->ranges[i].end - opts->ranges[i].begin;
+		s->st.skipped = opts->size - s->st.bytes;
+	} else {
+		s->st.bytes = opts->size;
+	}
+	s->dec = open_decoder(opts, opts->nr_ranges ? opts->ranges[0].end : opts->size);
 	if (!s->dec) {
 		free(s);
 		return -EINVAL;
 	}
-	s->st.bytes = opts->size;
+	s->range_open = opts->nr_ranges > 0;
 	if (!opts->nr_sched && opts->fixed_as >= 0) {
 		int err = set_thread(s, opts->fixed_pid, opts->fixed_tid, opts->fixed_as);
 
@@ -854,20 +915,17 @@ void ptd_stream_stats(const struct ptd_stream *s, struct decode_stats *st)
 	st->overflows += s->st.overflows;
 	st->syncs += s->st.syncs;
 	st->bytes += s->st.bytes;
+	st->skipped += s->st.skipped;
 }
 
 int ptd_first_time(const uint8_t *buf, size_t size, const struct pt_config *cfg_in,
 		   const struct ptd_clock *clock, uint64_t *ns)
 {
-	struct pt_config cfg = *cfg_in;
 	struct pt_packet_decoder *pkt;
 	struct pt_packet p;
 	int err = -ENOENT;
 
-	cfg.size = sizeof(cfg);
-	cfg.begin = (uint8_t *)buf;
-	cfg.end = (uint8_t *)buf + size;
-	pkt = pt_pkt_alloc_decoder(&cfg);
+	pkt = ptd_pkt_open(buf, size, cfg_in);
 	if (!pkt)
 		return -EINVAL;
 	/* the first TSC after the first PSB, within the first few hundred packets */

@@ -20,6 +20,8 @@
  * alone over the same bytes, which no libipt client can beat.
  */
 #include <elf.h>
+#include <linux/perf_event.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <intel-pt.h>
@@ -261,6 +263,186 @@ static void measure(const char *name, const char *data, const char *sysroot, con
 	       100.0 * ipt / pe.cpu);
 }
 
+/*
+ * Skipping what no selected thread ran: the HASE trace repeated (its TSCs moved on by
+ * `step` ticks per copy, so that time goes forward) on one CPU, where each copy is a
+ * time slice of one of two processes with the same code: the target runs 10 copies in
+ * every 200 (5 % of the time), another process the rest. `ptbpf decode --pid TARGET`
+ * against the decode of everything, both -j 1 to FXT; the target's calls and returns
+ * must be the same in both.
+ */
+#define SKIP_PERIOD 200
+#define SKIP_TARGET 10
+
+static bool skip_target_copy(size_t k)
+{
+	return k % SKIP_PERIOD < SKIP_TARGET;
+}
+
+static int add_switch(struct capture *cap, const struct pd_record *tmpl, uint64_t time,
+		      uint32_t from, uint32_t to)
+{
+	struct pd_record out = *tmpl, in = *tmpl;
+
+	out.misc = PERF_RECORD_MISC_SWITCH_OUT;
+	out.sample.pid = out.sample.tid = from;
+	out.sample.time = time - 1;
+	out.sw.next_prev_pid = out.sw.next_prev_tid = to;
+	in.misc = 0;
+	in.sample.pid = in.sample.tid = to;
+	in.sample.time = time;
+	in.sw.next_prev_pid = in.sw.next_prev_tid = from;
+	return capture__add_record(cap, &out) ?: capture__add_record(cap, &in);
+}
+
+static void bench_skip(size_t want)
+{
+	char src[512], symfs[512], data[64], fxt[64], all[64], sel[64], cmd[2048], pidarg[16];
+	struct capture *cap = NULL;
+	struct pt_packet_decoder *pd = NULL;
+	struct pd_record sw = {};
+	struct pt_config cfg;
+	struct pt_packet p;
+	uint64_t tsc_off[64], first = 0, last = 0, step, off;
+	const uint8_t *seg;
+	uint8_t *big = NULL;
+	size_t len, size, nr_tsc = 0, k, i, n = 0;
+	uint32_t target = 0, other;
+	bool have_sw = false;
+
+	snprintf(src, sizeof(src), "%s/" HASE "/" HASE_FILE, data_dir);
+	snprintf(symfs, sizeof(symfs), "%s/" HASE "/symfs", data_dir);
+	snprintf(data, sizeof(data), "/tmp/ptbpf-bench-%d.data", getpid());
+	snprintf(fxt, sizeof(fxt), "/tmp/ptbpf-bench-%d.fxt", getpid());
+	snprintf(all, sizeof(all), "/tmp/ptbpf-bench-%d.all", getpid());
+	snprintf(sel, sizeof(sel), "/tmp/ptbpf-bench-%d.sel", getpid());
+	if (perfdata_read(src, &cap) || cap->nr_aux != 1) {
+		printf("skip: SKIP: cannot read %s\n", src);
+		goto out;
+	}
+	seg = cap->aux[0].data;
+	len = cap->aux[0].size;
+	/* the TSC packets of the trace, to move each copy's on */
+	pt_config_init(&cfg);
+	cfg.begin = (uint8_t *)seg;
+	cfg.end = (uint8_t *)seg + len;
+	pd = pt_pkt_alloc_decoder(&cfg);
+	if (!pd || pt_pkt_sync_forward(pd) < 0)
+		goto bad;
+	while (pt_pkt_get_offset(pd, &off) >= 0 && pt_pkt_next(pd, &p, sizeof(p)) > 0) {
+		if (p.type != ppt_tsc)
+			continue;
+		if (nr_tsc == sizeof(tsc_off) / sizeof(tsc_off[0]))
+			goto bad;
+		if (!nr_tsc)
+			first = p.payload.tsc.tsc;
+		last = p.payload.tsc.tsc;
+		tsc_off[nr_tsc++] = off;
+	}
+	if (!nr_tsc)
+		goto bad;
+	/* the copy's span and ~3 ms more: MTCs after its last TSC stay within it */
+	step = 4 * (last - first) + 10000000;
+	big = repeat(seg, len, want, &size);
+	if (!big)
+		goto bad;
+	for (k = 0; k * len < size; k++) {
+		for (i = 0; i < nr_tsc; i++) {
+			uint8_t *q = big + k * len + tsc_off[i] + 1;
+			uint64_t v = 0;
+
+			memcpy(&v, q, 7);
+			v += k * step;
+			memcpy(q, &v, 7);
+		}
+	}
+	/* the sideband: no switches, no exit; a second process with the same code */
+	for (i = 0; i < cap->nr_records; i++) {
+		struct pd_record r = cap->records[i];
+
+		if (r.type == PERF_RECORD_SWITCH_CPU_WIDE && !have_sw) {
+			sw = r;
+			have_sw = true;
+		}
+		if (r.type == PERF_RECORD_SWITCH_CPU_WIDE || r.type == PERF_RECORD_EXIT)
+			continue;
+		if (r.type == PERF_RECORD_COMM && (r.misc & PERF_RECORD_MISC_COMM_EXEC))
+			target = r.comm.pid;
+		cap->records[n++] = r;
+	}
+	cap->nr_records = n;
+	other = target + 1;
+	for (i = 0; i < n && have_sw && target; i++) {
+		struct pd_record r = cap->records[i];
+
+		if (r.type == PERF_RECORD_COMM && r.comm.pid == target) {
+			r.comm.pid = r.comm.tid = r.sample.pid = r.sample.tid = other;
+			r.comm.comm = "other";
+		} else if (r.type == PERF_RECORD_MMAP2 && r.mmap.pid == target) {
+			r.mmap.pid = r.mmap.tid = r.sample.pid = r.sample.tid = other;
+		} else {
+			continue;
+		}
+		if (capture__add_record(cap, &r))
+			goto bad;
+	}
+	if (!have_sw || !target)
+		goto bad;
+	sw.sample.cpu = cap->aux[0].cpu;
+	for (k = 1; k * len < size; k++) {
+		bool now = skip_target_copy(k), before = skip_target_copy(k - 1);
+
+		if (now != before &&
+		    add_switch(cap, &sw, pd_tsc_to_time(&cap->pt, first + k * step) - 1000,
+			       before ? target : other, now ? target : other))
+			goto bad;
+	}
+	if (set_trace(cap, big, size) || perfdata_write(data, cap))
+		goto bad;
+	{
+		char *all_argv[] = { (char *)ptbpf, "decode", data, "-j", "1", "-o", fxt,
+				     "--sysroot", symfs, NULL };
+		char *sel_argv[] = { (char *)ptbpf, "decode", data, "-j", "1", "-o", fxt,
+				     "--sysroot", symfs, "--pid", pidarg, NULL };
+		struct run ra = {}, rs = {};
+		double mb = size / 1e6;
+		int same;
+
+		snprintf(pidarg, sizeof(pidarg), "%u", target);
+		if (run(all_argv, &ra) || ra.status || run(sel_argv, &rs) || rs.status) {
+			printf("skip: ptbpf decode failed\n");
+			goto out;
+		}
+		snprintf(cmd, sizeof(cmd),
+			 "%s decode %s --sysroot %s --format calls -o %s && "
+			 "%s decode %s --sysroot %s --format calls --pid %u -o %s && "
+			 "grep '^%u/' %s | cmp -s - %s", ptbpf, data, symfs, all, ptbpf, data, symfs,
+			 target, sel, target, all, sel);
+		same = system(cmd);
+		printf("skip: %.1f MB of PT on one CPU, the target (pid %u) in %d of every %d "
+		       "time slices\n", mb, target, SKIP_TARGET, SKIP_PERIOD);
+		printf("  %-36s %8s %8s\n", "", "wall s", "cpu s");
+		printf("  %-36s %8.3f %8.3f\n", "ptbpf decode -j1 (everything)", ra.wall, ra.cpu);
+		printf("  %-36s %8.3f %8.3f\n", "ptbpf decode -j1 --pid TARGET", rs.wall, rs.cpu);
+		printf("  skip ratio: %.1f%% of the time of decoding everything (cpu), goal <= 10%%: "
+		       "%s; the target's calls and returns: %s\n", 100.0 * rs.cpu / ra.cpu,
+		       rs.cpu <= 0.1 * ra.cpu ? "met" : "not met",
+		       same ? "DIFFER" : "identical");
+	}
+	goto out;
+bad:
+	printf("skip: cannot prepare the input from %s\n", src);
+out:
+	if (!getenv("BENCH_KEEP"))
+		unlink(data);
+	unlink(fxt);
+	unlink(all);
+	unlink(sel);
+	pt_pkt_free_decoder(pd);
+	free(big);
+	capture__free(cap);
+}
+
 static void bench_hase(size_t want)
 {
 	char src[512], symfs[512], elf[1024], data[64];
@@ -477,7 +659,11 @@ int main(void)
 		return 1;
 	}
 	snprintf(data_dir, sizeof(data_dir), "%s", data);
-	bench_hase(want);
-	bench_mruby(want);
+	if (!getenv("BENCH_ONLY") || strstr(getenv("BENCH_ONLY"), "skip"))
+		bench_skip(want);
+	if (!getenv("BENCH_ONLY") || strstr(getenv("BENCH_ONLY"), "hase"))
+		bench_hase(want);
+	if (!getenv("BENCH_ONLY") || strstr(getenv("BENCH_ONLY"), "mruby"))
+		bench_mruby(want);
 	return 0;
 }
