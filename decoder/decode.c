@@ -1459,17 +1459,36 @@ static int split(struct lane *l, size_t n)
 		uint64_t from = s->o.size / n * i;
 		struct ptd_psb psb;
 
-		for (tries = 0; tries < 8; tries++) {
+		/*
+		 * A PSB+ with a FUP first: tracing is on there, and the pieces join unless
+		 * something unusual happens at the seam. Without one, the decoder may still
+		 * be tracing (a PSB+ between a PGD and its packets...): the last resort.
+		 */
+		bool fallback = false;
+		uint64_t fb_at = 0, fb_end = 0;
+		size_t found = k;
+
+		for (tries = 0; tries < 16; tries++) {
 			if (ptd_psb_next(s->o.buf, s->o.size, &s->o.config, &s->o.clock, from, &psb))
 				break;
 			from = psb.offset + 1;
 			if (k && psb.offset <= at[k - 1])
 				continue;
 			end[k] = boundary_end(s, psb.offset, &ip[k]);
-			if (end[k]) {
+			if (end[k] && ip[k]) {
 				at[k++] = psb.offset;
 				break;
 			}
+			if (end[k] && !fallback) {
+				fallback = true;
+				fb_at = psb.offset;
+				fb_end = end[k];
+			}
+		}
+		if (k == found && fallback && (!k || fb_at > at[k - 1])) {
+			at[k] = fb_at;
+			end[k] = fb_end;
+			ip[k++] = 0;
 		}
 	}
 	if (!k)

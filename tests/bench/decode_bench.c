@@ -38,13 +38,15 @@
 
 #define HASE "perf-intel-pt/hase-2018/skl-control_flow"
 #define HASE_FILE "control_flow-20180404T163033.perf"
-#define GOAL_RATIO 50.0
+#define GOAL_RATIO 8.0
+#define GOAL_SCALING 1.8
 #define GOAL_MBS 100.0
 #define MAX_RUNS 64
 
 struct run {
 	double wall;		/* seconds */
 	double cpu;		/* user + system seconds of the child */
+	long rss_kb;		/* its peak RSS */
 	int status;		/* exit status, -1 if it did not exit */
 };
 
@@ -97,6 +99,7 @@ static int run(char *const argv[], struct run *r)
 		return -errno;
 	r->wall = now() - t0;
 	r->cpu = cpu_seconds(&ru);
+	r->rss_kb = ru.ru_maxrss;
 	r->status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 	return 0;
 }
@@ -227,6 +230,9 @@ static void measure(const char *name, const char *data, const char *sysroot, con
 	char fxt[64];
 	char *pe_argv[] = { (char *)ptbpf, "decode", (char *)data, "-j", "1", "-o", fxt,
 			    sysroot ? "--sysroot" : NULL, (char *)sysroot, NULL };
+	char *pj_argv[] = { (char *)ptbpf, "decode", (char *)data, "-j", "2", "-o", fxt,
+			    sysroot ? "--sysroot" : NULL, (char *)sysroot, NULL };
+	struct run pj = {};
 	char *pr_argv[] = { "perf", "script", "-f", "-i", (char *)data, "--itrace=cr",
 			    sysroot ? "--symfs" : NULL, (char *)sysroot, NULL };
 	struct run pe = {}, pr = {};
@@ -239,12 +245,19 @@ static void measure(const char *name, const char *data, const char *sysroot, con
 		unlink(fxt);
 		return;
 	}
+	if (run(pj_argv, &pj) || pj.status)
+		pj.wall = 0;
 	unlink(fxt);
 	ipt = libipt_alone(pt, size, pieces, nr, &insns);
 	printf("%s: %.1f MB of PT, %llu instructions\n", name, mb, (unsigned long long)insns);
 	printf("  %-36s %8s %8s %12s %12s\n", "", "wall s", "cpu s", "MB/s (wall)", "MB/s (cpu)");
-	printf("  %-36s %8.3f %8.3f %12.1f %12.1f\n", "ptbpf decode -j1 -o out.fxt", pe.wall,
-	       pe.cpu, mb / pe.wall, mb / pe.cpu);
+	printf("  %-36s %8.3f %8.3f %12.1f %12.1f   peak RSS %ld MiB\n",
+	       "ptbpf decode -j1 -o out.fxt", pe.wall, pe.cpu, mb / pe.wall, mb / pe.cpu,
+	       pe.rss_kb / 1024);
+	if (pj.wall > 0)
+		printf("  %-36s %8.3f %8.3f %12.1f %12.1f   peak RSS %ld MiB\n",
+		       "ptbpf decode -j2 (one stream, split)", pj.wall, pj.cpu, mb / pj.wall,
+		       mb / pj.cpu, pj.rss_kb / 1024);
 	if (run(pr_argv, &pr) || pr.status) {
 		printf("  perf script: not available (exit %d), no ratio\n", pr.status);
 	} else {
@@ -261,6 +274,11 @@ static void measure(const char *name, const char *data, const char *sysroot, con
 	printf("  PT per core: %.1f MB/s (goal >= %.0f: %s); ptbpf runs at %.0f%% of libipt's "
 	       "own speed\n", mb / pe.cpu, GOAL_MBS, mb / pe.cpu >= GOAL_MBS ? "met" : "not met",
 	       100.0 * ipt / pe.cpu);
+	if (pj.wall > 0)
+		printf("  -j 2 on one stream: %.2fx the speed of -j 1 (wall; goal >= %.1fx: %s)\n",
+		       pe.wall / pj.wall, GOAL_SCALING,
+		       pe.wall / pj.wall >= GOAL_SCALING ? "met" : "not met");
+	printf("  tracelet cache: not implemented (no hit rate, no fallback share)\n");
 }
 
 /*
@@ -640,8 +658,10 @@ static void bench_mruby(size_t want)
 	}
 	measure("mruby (kAFL, dense branches, no timing)", data, NULL, big, size, runs, nr);
 out:
-	unlink(data);
-	unlink(elf);
+	if (!getenv("BENCH_KEEP")) {
+		unlink(data);
+		unlink(elf);
+	}
 	free(pt);
 	free(big);
 	capture__free(cap);
