@@ -12,12 +12,14 @@
  *          branches, no timing. Its page dump becomes an ELF file and the guest-context
  *          packets (PIP, VMCS: no control flow) become PADs, so perf reads it as the
  *          user-space trace it is; it goes into the HASE capture in place of its trace.
- * For each: wall and CPU time of
+ * For each: wall and CPU time and peak RSS of
  *   ptbpf decode FILE -j 1 -o OUT.fxt
+ *   ptbpf decode FILE -j 2 -o OUT.fxt      (one stream: split at PSBs)
  *   perf script -i FILE --itrace=cr > /dev/null
- * the ratio, and MB/s of PT (per wall second and per CPU second), against the goals
- * (>= 50x perf script, >= 100 MB/s per core); and the ceiling: libipt's block decoder
- * alone over the same bytes, which no libipt client can beat.
+ * the ratio, MB/s of PT (per wall second and per CPU second) and the -j 2 scaling,
+ * against the goals (>= 8x perf script, >= 100 MB/s per core, -j 2 >= 1.8x -j 1); and
+ * libipt's block decoder alone over the same bytes. First, the skip benchmark (see
+ * bench_skip()). BENCH_ONLY=skip,hase,mruby runs some; BENCH_KEEP keeps the inputs.
  */
 #include <elf.h>
 #include <linux/perf_event.h>
