@@ -61,7 +61,7 @@ cmp -s "$TMP/all.calls" "$TMP/pid.calls" || fail "threads: --pid $pid differs fr
 "$PTBPF" decode "$TMP/threads.data" -o "$TMP/two.fxt" --tid "$(echo $tids | tr ' ' ',' | cut -d, -f2,3)" ||
 	fail "threads: decode --tid A,B to FXT"
 fxt_ok "$TMP/two.fxt"
-[ "$("$PYTHON" "$FXTCHECK" --stacks "$TMP/two.fxt" | grep -c '^# thread.* name=threads')" = 2 ] ||
+[ "$("$FXTCHECK" --stacks "$TMP/two.fxt" | grep -c '^# thread.* name=threads')" = 2 ] ||
 	fail "threads: --tid A,B does not give two threads"
 # a process that is not in the capture: nothing
 decode threads "$TMP/none.calls" --pid 1
