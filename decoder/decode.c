@@ -47,6 +47,24 @@ struct pending_branch {
 	bool valid;
 };
 
+/* How a piece of a split stream (see "pieces" below) ended. */
+enum piece_end {
+	PE_NONE,		/* not a piece, or not ended yet */
+	PE_CLEAN,		/* the flow reached the next piece's PSB+ FUP */
+	PE_SYNC,		/* a resync (after an error) found the next piece's PSB */
+	PE_EOS,			/* the bytes ended (tracing off at the next PSB, or lost) */
+};
+
+/* What a piece did first, for joining it to the one before. */
+struct piece_head {
+	bool block;		/* its first sync had a FUP: the START at its first block is
+				 * withheld, here (else: no FUP, tracing off) */
+	uint64_t ip, time;	/* that block's ip and time */
+	uint32_t pid, tid;	/* the thread it attributed the block to */
+	int as;
+	uint64_t events_before;	/* events it emitted before */
+};
+
 struct ptd_stream {
 	struct ptd_stream_opts o;
 	struct pt_block_decoder *dec;
@@ -59,6 +77,7 @@ struct ptd_stream {
 	/* the thread the trace belongs to now */
 	uint32_t pid, tid;
 	int as;			/* its address space, -1: unknown (its events are dropped) */
+	bool selected;		/* its events are wanted (o.selected) */
 	size_t sched_idx;	/* current entry of o.sched */
 	bool have_thread;
 	bool enabled;		/* tracing on: between START and STOP */
@@ -93,6 +112,30 @@ struct ptd_stream {
 	uint64_t still_off;
 	/* blocks allowed so far: PTD_BLOCKS_BASE + PTD_BLOCKS_PER_BYTE * offset reached */
 	uint64_t budget;
+	size_t range;		/* o.ranges: the one being decoded */
+	bool range_open;	/* the decoder is set at its start, not synced yet */
+
+	/* a piece of a split stream */
+	struct ptd_range piece;	/* its bytes (o.ranges points here for pieces after the first) */
+	uint64_t stop;		/* the next piece's PSB: decoding ends there, 0: no piece */
+	uint64_t stop_ip;	/* the FUP ip of its PSB+, 0: none (tracing off there) */
+	enum piece_end end;
+	bool end_after_error;	/* PE_EOS while resyncing after an error */
+	bool error_resync;	/* an error sent it to resync; cleared by the sync */
+	bool withhold;		/* the first sync's START is withheld, into head */
+	bool cont;		/* a continuation: its first sync changes no state */
+	bool head_valid;
+	struct piece_head head;
+	uint64_t emitted;	/* events emitted */
+
+	/*
+	 * The stream's own copies of the address spaces' libipt images: a decoder moves
+	 * the section it finds to the front of its image's list, so an image is no more
+	 * shared between decoder threads than a decoder is (the sections, and their block
+	 * caches, are: they live in the image section cache).
+	 */
+	struct pt_image **images;
+	uint32_t nr_images;
 };
 
 /* ---------------------------------------------------------------- time */
@@ -143,8 +186,8 @@ static struct ptd_event *emit(struct ptd_stream *s, enum ptd_kind kind, uint64_t
 {
 	struct ptd_event *ev;
 
-	/* events of threads we know nothing about (other processes) are dropped */
-	if (s->as < 0)
+	/* events of threads we know nothing about (other processes), or not selected */
+	if (s->as < 0 || !s->selected)
 		return NULL;
 	/*
 	 * A stream's times never go back: libipt's time after a block can be ahead of the
@@ -153,6 +196,7 @@ static struct ptd_event *emit(struct ptd_stream *s, enum ptd_kind kind, uint64_t
 	if (time < s->last_time)
 		time = s->last_time;
 	s->last_time = time;
+	s->emitted++;
 	ev = &s->out[s->nr_out++];
 	ev->time = time;
 	ev->from = ev->to = ev->offset = 0;
@@ -190,6 +234,7 @@ static void emit_error(struct ptd_stream *s, int code, uint64_t ip)
 	uint64_t off = trace_offset(s);
 
 	s->st.errors++;
+	s->error_resync = true;
 	/* an error before tracing started still belongs to whoever ran then */
 	if (!s->have_thread && s->o.nr_sched)
 		attribute(s, ip);
@@ -219,13 +264,47 @@ static bool as_maps(struct ptd_stream *s, int as, uint64_t ip)
 	return m && m->exec;
 }
 
+/* The stream's copy of address space `as`'s image, made on first use; NULL on failure. */
+static struct pt_image *stream_image(struct ptd_stream *s, int as)
+{
+	struct pt_image *src, *copy, **v;
+
+	if (as < 0)
+		return NULL;
+	if ((uint32_t)as >= s->nr_images) {
+		uint32_t n = (uint32_t)as + 8;
+
+		v = realloc(s->images, n * sizeof(*v));
+		if (!v)
+			return NULL;
+		memset(v + s->nr_images, 0, (n - s->nr_images) * sizeof(*v));
+		s->images = v;
+		s->nr_images = n;
+	}
+	if (s->images[as])
+		return s->images[as];
+	src = ptd_aspace_image(s->o.images, as);
+	if (!src)
+		return NULL;
+	copy = pt_image_alloc(NULL);
+	if (!copy)
+		return NULL;
+	/* read-only: decoders never use the shared images themselves */
+	if (pt_image_copy(copy, src) < 0) {
+		pt_image_free(copy);
+		return NULL;
+	}
+	s->images[as] = copy;
+	return copy;
+}
+
 /* Sets the current thread and its image; returns 0 or a libipt error. */
 static int set_thread(struct ptd_stream *s, uint32_t pid, uint32_t tid, int as)
 {
 	int err = 0;
 
 	if (as != s->as || !s->have_thread) {
-		struct pt_image *image = as >= 0 ? ptd_aspace_image(s->o.images, as) : NULL;
+		struct pt_image *image = stream_image(s, as);
 		const struct ptd_aspace *a;
 		uint32_t i;
 
@@ -241,6 +320,8 @@ static int set_thread(struct ptd_stream *s, uint32_t pid, uint32_t tid, int as)
 				s->up_end = a->maps[i].end;
 			}
 	}
+	if (!s->have_thread || pid != s->pid || tid != s->tid)
+		s->selected = !s->o.selected || s->o.selected(s->o.selected_ctx, pid, tid);
 	s->pid = pid;
 	s->tid = tid;
 	s->as = as;
@@ -512,8 +593,24 @@ static void on_block(struct ptd_stream *s, const struct pt_block *b)
 {
 	struct pending_branch *p = &s->pend;
 
-	if (s->need_start && start_tracing(s, b->ip) < 0)
+	if (s->need_start && s->withhold) {
+		/* a piece's first block: its START waits for the join with the piece before */
+		s->withhold = false;
+		s->need_start = false;
+		s->enabled = true;
+		if (attribute(s, b->ip) < 0)
+			s->as = -1;
+		s->head_valid = true;
+		s->head.block = true;
+		s->head.ip = b->ip;
+		s->head.time = now(s);
+		s->head.pid = s->pid;
+		s->head.tid = s->tid;
+		s->head.as = s->as;
+		s->head.events_before = s->emitted;
+	} else if (s->need_start && start_tracing(s, b->ip) < 0) {
 		s->as = -1;
+	}
 	if (s->uret && !in_uprobes(s, b->ip)) {
 		/* out of the uretprobe trampoline: where the return really landed */
 		struct ptd_event *ev = emit(s, PTD_RETURN, s->uret_time);
@@ -670,8 +767,25 @@ static int on_event(struct ptd_stream *s, const struct pt_event *e)
 
 static void stream_synced(struct ptd_stream *s, int status)
 {
+	if (s->cont) {
+		/* a continuation of the piece before: the flow goes on through this PSB */
+		s->cont = false;
+		s->error_resync = false;
+		s->status = status;
+		s->state = ST_RUN;
+		s->time_stale = true;
+		return;
+	}
+	if (s->withhold && (status & pts_ip_suppressed)) {
+		/* tracing off at the piece's PSB: nothing to withhold */
+		s->withhold = false;
+		s->head_valid = true;
+		s->head.block = false;
+		s->head.events_before = s->emitted;
+	}
 	s->status = status;
 	s->state = ST_RUN;
+	s->error_resync = false;
 	s->st.syncs++;
 	s->pend.valid = false;
 	s->uret = s->xol = false;
@@ -688,6 +802,57 @@ static void stream_synced(struct ptd_stream *s, int status)
 		s->as = -1;
 }
 
+/*
+ * A block decoder over the stream's bytes up to `end`, offsets counted from the start
+ * of the stream; NULL when libipt refuses the configuration.
+ */
+static struct pt_block_decoder *open_decoder(const struct ptd_stream_opts *o, uint64_t end)
+{
+	struct pt_config cfg = o->config;
+
+	cfg.size = sizeof(cfg);
+	cfg.begin = (uint8_t *)o->buf;
+	cfg.end = (uint8_t *)o->buf + end;
+	/* every call and jump ends a block: that is where the events are */
+	cfg.flags.variant.block.end_on_call = 1;
+	cfg.flags.variant.block.end_on_jump = 1;
+	return pt_blk_alloc_decoder(&cfg);
+}
+
+/*
+ * The next of o.ranges: a decoder that ends where it ends (the flow past it is not
+ * wanted), synced at its PSB by the next step, with the current image.
+ */
+static int open_range(struct ptd_stream *s, size_t k)
+{
+	const struct ptd_range *r = &s->o.ranges[k];
+	struct pt_block_decoder *dec = open_decoder(&s->o, r->end);
+	struct pt_image *image;
+
+	if (!dec)
+		return -EINVAL;
+	pt_blk_free_decoder(s->dec);
+	s->dec = dec;
+	s->range = k;
+	s->range_open = true;
+	image = s->have_thread ? stream_image(s, s->as) : NULL;
+	if (image)
+		pt_blk_set_image(dec, image);
+	return 0;
+}
+
+/* The decoder reached the end of its bytes: on to the next range, or done. */
+static void stream_end(struct ptd_stream *s)
+{
+	if (s->stop && s->end == PE_NONE) {
+		s->end = PE_EOS;
+		s->end_after_error = s->state == ST_SYNC && s->error_resync;
+	}
+	s->state = ST_DONE;
+	if (s->range + 1 < s->o.nr_ranges && !open_range(s, s->range + 1))
+		s->state = ST_SYNC;
+}
+
 /* One step: a sync, an event, or a block. */
 static void stream_step(struct ptd_stream *s)
 {
@@ -697,7 +862,12 @@ static void stream_step(struct ptd_stream *s)
 	if (s->state == ST_SYNC) {
 		uint64_t off = 0;
 
-		status = pt_blk_sync_forward(s->dec);
+		if (s->range_open) {
+			s->range_open = false;
+			status = pt_blk_sync_set(s->dec, s->o.ranges[s->range].begin);
+		} else {
+			status = pt_blk_sync_forward(s->dec);
+		}
 		if (status < 0) {
 			if (status != -pte_eos) {
 				emit_error(s, status, 0);
@@ -709,12 +879,18 @@ static void stream_step(struct ptd_stream *s)
 					return;
 				}
 			}
-			s->state = ST_DONE;
+			stream_end(s);
 			return;
 		}
 		if (pt_blk_get_sync_offset(s->dec, &off) >= 0) {
-			if (s->synced && off <= s->last_sync) {
+			if (s->stop && off >= s->stop) {
+				/* a resync found the next piece's PSB: it is that piece's */
+				s->end = PE_SYNC;
 				s->state = ST_DONE;
+				return;
+			}
+			if (s->synced && off <= s->last_sync) {
+				stream_end(s);
 				return;
 			}
 			s->last_sync = off;
@@ -738,6 +914,17 @@ static void stream_step(struct ptd_stream *s)
 		if (status < 0) {
 			emit_error(s, status, s->last_ip);
 			s->state = ST_SYNC;
+			return;
+		}
+		/*
+		 * A piece ends where the flow reaches the next piece's PSB+: at the FUP's ip,
+		 * where its MODE.Exec status update binds (the next piece starts there).
+		 */
+		if (s->stop && ev.status_update && !ev.ip_suppressed &&
+		    ev.type == ptev_exec_mode && ev.variant.exec_mode.ip == s->stop_ip &&
+		    trace_offset(s) > s->stop) {
+			s->end = PE_CLEAN;
+			s->state = ST_DONE;
 		}
 		return;
 	}
@@ -778,7 +965,7 @@ static void stream_step(struct ptd_stream *s)
 	}
 	if (status < 0) {
 		if (status == -pte_eos) {
-			s->state = ST_DONE;
+			stream_end(s);
 			return;
 		}
 		emit_error(s, status, block.ninsn ? block.end_ip : block.ip);
@@ -795,15 +982,18 @@ static size_t stream_fill(struct ptd_stream *s, struct ptd_event *out)
 	s->nr_out = 0;
 	while (s->state != ST_DONE && s->nr_out < CHUNK_EVENTS)
 		stream_step(s);
-	s->pos = s->state == ST_DONE ? s->o.size : trace_offset(s);
+	if (s->state == ST_DONE)
+		s->pos = s->stop ? s->stop : s->o.size;
+	else
+		s->pos = trace_offset(s);
 	s->out = NULL;
 	return s->nr_out;
 }
 
 int ptd_stream_new(const struct ptd_stream_opts *opts, struct ptd_stream **out)
 {
-	struct pt_config cfg = opts->config;
 	struct ptd_stream *s;
+	size_t i;
 
 	*out = NULL;
 	s = calloc(1, sizeof(*s));
@@ -812,18 +1002,22 @@ int ptd_stream_new(const struct ptd_stream_opts *opts, struct ptd_stream **out)
 	s->o = *opts;
 	s->as = -1;
 	s->budget = PTD_BLOCKS_BASE;
-	cfg.size = sizeof(cfg);
-	cfg.begin = (uint8_t *)opts->buf;
-	cfg.end = (uint8_t *)opts->buf + opts->size;
-	/* every call and jump ends a block: that is where the events are */
-	cfg.flags.variant.block.end_on_call = 1;
-	cfg.flags.variant.block.end_on_jump = 1;
-	s->dec = pt_blk_alloc_decoder(&cfg);
+	s->selected = true;
+	if (opts->ranges) {
+		/* nothing to decode: a stream that is done before it starts */
+		s->state = opts->nr_ranges ? ST_SYNC : ST_DONE;
+		for (i = 0; i < opts->nr_ranges; i++)
+			s->st.bytes += opts->ranges[i].end - opts->ranges[i].begin;
+		s->st.skipped = opts->size - s->st.bytes;
+	} else {
+		s->st.bytes = opts->size;
+	}
+	s->dec = open_decoder(opts, opts->nr_ranges ? opts->ranges[0].end : opts->size);
 	if (!s->dec) {
 		free(s);
 		return -EINVAL;
 	}
-	s->st.bytes = opts->size;
+	s->range_open = opts->nr_ranges > 0;
 	if (!opts->nr_sched && opts->fixed_as >= 0) {
 		int err = set_thread(s, opts->fixed_pid, opts->fixed_tid, opts->fixed_as);
 
@@ -838,9 +1032,14 @@ int ptd_stream_new(const struct ptd_stream_opts *opts, struct ptd_stream **out)
 
 void ptd_stream_free(struct ptd_stream *s)
 {
+	uint32_t i;
+
 	if (!s)
 		return;
 	pt_blk_free_decoder(s->dec);
+	for (i = 0; i < s->nr_images; i++)
+		pt_image_free(s->images[i]);
+	free(s->images);
 	free(s);
 }
 
@@ -854,20 +1053,17 @@ void ptd_stream_stats(const struct ptd_stream *s, struct decode_stats *st)
 	st->overflows += s->st.overflows;
 	st->syncs += s->st.syncs;
 	st->bytes += s->st.bytes;
+	st->skipped += s->st.skipped;
 }
 
 int ptd_first_time(const uint8_t *buf, size_t size, const struct pt_config *cfg_in,
 		   const struct ptd_clock *clock, uint64_t *ns)
 {
-	struct pt_config cfg = *cfg_in;
 	struct pt_packet_decoder *pkt;
 	struct pt_packet p;
 	int err = -ENOENT;
 
-	cfg.size = sizeof(cfg);
-	cfg.begin = (uint8_t *)buf;
-	cfg.end = (uint8_t *)buf + size;
-	pkt = pt_pkt_alloc_decoder(&cfg);
+	pkt = ptd_pkt_open(buf, size, cfg_in);
 	if (!pkt)
 		return -EINVAL;
 	/* the first TSC after the first PSB, within the first few hundred packets */
@@ -894,16 +1090,32 @@ struct chunk {
 	struct chunk *next;
 };
 
-/* One stream in the merge: its decoded-ahead chunks and the merge cursor. */
-struct lane {
+/* A piece of a stream in the merge: its decoded-ahead chunks (guarded by the lock). */
+struct piece {
 	struct ptd_stream *s;
-	struct chunk *head, *tail;	/* decoded, not yet merged (guarded by the lock) */
+	struct chunk *head, *tail;	/* decoded, not yet merged */
 	unsigned queued;		/* chunks in head..tail */
 	bool busy;			/* a thread is decoding it */
-	bool finished;			/* the stream is fully decoded */
+	bool finished;			/* fully decoded */
+};
+
+/* One stream in the merge: its pieces (one when not split) and the merge cursor. */
+struct lane {
+	struct ptd_stream *s;
+	struct piece *pc;		/* pieces, in trace order */
+	size_t nr_pc;
+	size_t at;			/* the piece being merged; later ones decode ahead */
 	bool wanted;			/* the merge waits for it */
 	struct chunk *cur;		/* chunk being merged (merge thread only) */
 	size_t pos;			/* next event in cur */
+	uint64_t floor;			/* the last time merged: times never go back */
+	uint64_t add;			/* timeless: instructions of the pieces before */
+	struct ptd_event join[2];	/* events the join with the piece before adds */
+	size_t nr_join, join_pos;
+	uint32_t clean_joins;		/* joins that are no resync (one sync less) */
+	uint64_t join_calls, join_returns;	/* counted by the joins' events */
+	uint64_t delivered;		/* events the merge took from it */
+	uint64_t skip;			/* events of a replay to drop: taken already */
 };
 
 struct merge {
@@ -976,23 +1188,63 @@ static struct chunk *decode_chunk(struct merge *m, struct ptd_stream *s, int *er
 	return c;
 }
 
-/* Adds a decoded chunk to its lane; called with the lock held. */
-static void lane_push(struct merge *m, struct lane *l, struct chunk *c)
+/* Adds a decoded chunk to its piece; called with the lock held. */
+static void piece_push(struct merge *m, struct piece *p, struct chunk *c)
 {
-	if (l->s->state == ST_DONE)
-		l->finished = true;
+	if (p->s->state == ST_DONE)
+		p->finished = true;
 	if (!c)
 		return;
 	if (!c->nr) {
 		put_chunk(m, c);
 		return;
 	}
-	if (l->tail)
-		l->tail->next = c;
+	if (p->tail)
+		p->tail->next = c;
 	else
-		l->head = c;
-	l->tail = c;
-	l->queued++;
+		p->head = c;
+	p->tail = c;
+	p->queued++;
+}
+
+/*
+ * The piece a worker should decode next, or NULL: the merge's current pieces first (the
+ * one it waits for before all), each at most MAX_AHEAD chunks ahead; then the pieces
+ * after them, decoded whole in the background.
+ */
+static struct piece *pick(struct merge *m)
+{
+	struct piece *best = NULL;
+	int best_rank = -1;
+	size_t i, k;
+
+	for (i = 0; i < m->nr; i++) {
+		struct lane *l = &m->lanes[i];
+
+		for (k = l->at; k < l->nr_pc; k++) {
+			struct piece *p = &l->pc[k];
+			int rank;
+
+			if (p->busy || p->finished || (k == l->at && p->queued >= MAX_AHEAD))
+				continue;
+			rank = k == l->at ? 2 + l->wanted : 1;
+			if (rank > best_rank || (rank == best_rank && best && p->queued < best->queued)) {
+				best = p;
+				best_rank = rank;
+			}
+			break;
+		}
+		/* the current piece is busy or full: the next one that is neither */
+		for (k = l->at + 1; !best && k < l->nr_pc; k++) {
+			struct piece *p = &l->pc[k];
+
+			if (!p->busy && !p->finished) {
+				best = p;
+				best_rank = 1;
+			}
+		}
+	}
+	return best;
 }
 
 static void *worker(void *arg)
@@ -1001,93 +1253,533 @@ static void *worker(void *arg)
 
 	pthread_mutex_lock(&m->lock);
 	for (;;) {
-		struct lane *pick = NULL;
+		struct piece *p;
 		struct chunk *c;
-		size_t i;
 		int err = 0;
 
 		if (m->stop)
 			break;
-		for (i = 0; i < m->nr; i++) {
-			struct lane *l = &m->lanes[i];
-
-			if (l->busy || l->finished || l->queued >= MAX_AHEAD)
-				continue;
-			if (!pick || l->wanted > pick->wanted ||
-			    (l->wanted == pick->wanted && l->queued < pick->queued))
-				pick = l;
-		}
-		if (!pick) {
-			bool all = true;
-
-			for (i = 0; i < m->nr; i++)
-				all &= m->lanes[i].finished;
-			if (all)
-				break;
+		p = pick(m);
+		if (!p) {
+			/* even when all is decoded: a join may ask for a piece again */
 			pthread_cond_wait(&m->cond, &m->lock);
 			continue;
 		}
-		pick->busy = true;
+		p->busy = true;
 		pthread_mutex_unlock(&m->lock);
-		c = decode_chunk(m, pick->s, &err);
+		c = decode_chunk(m, p->s, &err);
 		pthread_mutex_lock(&m->lock);
-		pick->busy = false;
+		p->busy = false;
 		if (err) {
 			m->err = err;
-			pick->finished = true;
+			p->finished = true;
 		}
-		lane_push(m, pick, c);
+		piece_push(m, p, c);
 		pthread_cond_broadcast(&m->cond);
 	}
 	pthread_mutex_unlock(&m->lock);
 	return NULL;
 }
 
+/* ---------------------------------------------------------------- pieces */
+
+/*
+ * One CPU's stream on several cores. The stream is split at PSBs into pieces of about
+ * equal size, decoded in parallel, and joined in the merge, in trace order, so that the
+ * events are those of the sequential decode:
+ * - A piece ends where the sequential decode crosses the next piece's PSB+: at the
+ *   MODE.Exec status update bound to its FUP's ip (PE_CLEAN), with the state there
+ *   (thread, tracing on, the branch whose target the next block gives); or where a
+ *   resync after an error finds that PSB (PE_SYNC); or where the bytes end, up to that
+ *   PSB+'s PSBEND, with tracing off (PE_EOS).
+ * - A piece after the first syncs at its PSB and withholds the START of its first
+ *   block (piece_head). The join then gives what the sequential decode makes there: the
+ *   call, return or jump the previous piece's last branch makes with that block
+ *   (PE_CLEAN, same thread), the START (PE_SYNC: the sequential decode resyncs there too),
+ *   or nothing (tracing off across the PSB). The hardware starts return compression
+ *   afresh at each PSB, so no return of a piece needs a call of the piece before.
+ * - Anything else (the trampoline of a uretprobe or a probed instruction's copy across
+ *   the PSB, another thread by the schedule, an error at the seam, events before the
+ *   first block) and the piece is decoded again, as a continuation of the state the
+ *   piece before ended in, the way the sequential decode goes on through the PSB.
+ * Times: a piece's never go back from the previous piece's; without timing packets,
+ * times are instruction counts, and a piece's start from the pieces before.
+ */
+#define MIN_PIECE ((uint64_t)1 << 20)
+
+/* Bytes per piece at least (PTBPF_DECODE_PIECE overrides: the tests split small traces). */
+static uint64_t min_piece(void)
+{
+	const char *e = getenv("PTBPF_DECODE_PIECE");
+	unsigned long long v;
+	char *end;
+
+	if (e && *e) {
+		v = strtoull(e, &end, 0);
+		if (!*end && v)
+			return v;
+	}
+	return MIN_PIECE;
+}
+
+/* The ip of a FUP in a PSB+ (compressed against 0: the last ip is reset at PSB). */
+static uint64_t psb_fup_ip(const struct pt_packet_ip *ip)
+{
+	switch (ip->ipc) {
+	case pt_ipc_update_16:
+		return ip->ip & 0xffff;
+	case pt_ipc_update_32:
+		return ip->ip & 0xffffffff;
+	case pt_ipc_update_48:
+		return ip->ip & 0xffffffffffffull;
+	case pt_ipc_sext_48:
+		return (uint64_t)((int64_t)(ip->ip << 16) >> 16);
+	case pt_ipc_full:
+		return ip->ip;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * The offset just past the PSBEND of the PSB+ at `psb`, and its FUP's ip in *fup_ip (0:
+ * none); 0 if that PSB+ cannot end a piece: a FUP without MODE.Exec (no status update
+ * would mark where the flow meets it).
+ */
+static uint64_t boundary_end(const struct ptd_stream *s, uint64_t psb, uint64_t *fup_ip)
+{
+	struct pt_packet_decoder *pkt = ptd_pkt_open(s->o.buf, s->o.size, &s->o.config);
+	bool fup = false, exec = false;
+	uint64_t end = 0, off;
+
+	*fup_ip = 0;
+	struct pt_packet p;
+	int i;
+
+	if (!pkt)
+		return 0;
+	if (pt_pkt_sync_set(pkt, psb) >= 0) {
+		for (i = 0; i < 64 && pt_pkt_get_offset(pkt, &off) >= 0 &&
+			    pt_pkt_next(pkt, &p, sizeof(p)) >= 0; i++) {
+			if (p.type == ppt_fup) {
+				fup = true;
+				*fup_ip = psb_fup_ip(&p.payload.ip);
+			}
+			if (p.type == ppt_mode && p.payload.mode.leaf == pt_mol_exec)
+				exec = true;
+			if (p.type == ppt_psbend) {
+				end = fup && !exec ? 0 : off + p.size;
+				break;
+			}
+		}
+	}
+	pt_pkt_free_decoder(pkt);
+	return end;
+}
+
+/* Thread and image of a piece's stream from `from` (NULL: the parent's fixed thread). */
+static int piece_thread(struct ptd_stream *s, const struct ptd_stream *from)
+{
+	if (from) {
+		struct pt_image *image;
+
+		s->pid = from->pid;
+		s->tid = from->tid;
+		s->as = from->as;
+		s->selected = from->selected;
+		s->have_thread = from->have_thread;
+		s->up_start = from->up_start;
+		s->up_end = from->up_end;
+		s->sched_idx = from->sched_idx;
+		image = s->have_thread ? stream_image(s, s->as) : NULL;
+		return image ? pt_blk_set_image(s->dec, image) : 0;
+	}
+	if (!s->o.nr_sched && s->o.fixed_as >= 0)
+		return set_thread(s, s->o.fixed_pid, s->o.fixed_tid, s->o.fixed_as);
+	return 0;
+}
+
+/*
+ * A piece of `parent`: bytes [begin, stop) decoded with a decoder that reads up to
+ * `end` (the PSB+ at stop, to meet it); stop 0: to the end. The first piece syncs like
+ * the whole stream would; the others at their PSB.
+ */
+static struct ptd_stream *piece_new(const struct ptd_stream *parent, uint64_t begin,
+				    uint64_t stop, uint64_t stop_ip, uint64_t end)
+{
+	struct ptd_stream *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->o = parent->o;
+	s->o.ranges = NULL;
+	s->o.nr_ranges = 0;
+	s->as = -1;
+	s->selected = true;
+	s->budget = PTD_BLOCKS_BASE;
+	s->stop = stop;
+	s->stop_ip = stop_ip;
+	s->piece = (struct ptd_range){ begin, end };
+	if (begin) {
+		s->o.ranges = &s->piece;
+		s->o.nr_ranges = 1;
+		s->range_open = true;
+		s->withhold = true;
+	}
+	s->st.bytes = (stop ? stop : parent->o.size) - begin;
+	s->dec = open_decoder(&s->o, end);
+	if (!s->dec || piece_thread(s, NULL) < 0) {
+		ptd_stream_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+/*
+ * Splits lane `l`'s stream into `n` pieces at PSBs near equal offsets (a PSB+ that
+ * cannot end a piece is passed over); a stream that does not split keeps one piece,
+ * itself. 0 or -ENOMEM.
+ */
+static int split(struct lane *l, size_t n)
+{
+	const struct ptd_stream *s = l->s;
+	uint64_t at[64], end[64], ip[64];
+	size_t k = 0, i, tries;
+
+	l->pc = calloc(n, sizeof(*l->pc));
+	if (!l->pc)
+		return -ENOMEM;
+	l->nr_pc = 1;
+	l->pc[0].s = l->s;
+	if (n < 2 || s->o.ranges || s->o.size < 2 * min_piece())
+		return 0;
+	if (n > 64)
+		n = 64;
+	for (i = 1; i < n; i++) {
+		uint64_t from = s->o.size / n * i;
+		struct ptd_psb psb;
+
+		/*
+		 * A PSB+ with a FUP first: tracing is on there, and the pieces join unless
+		 * something unusual happens at the seam. Without one, the decoder may still
+		 * be tracing (a PSB+ between a PGD and its packets...): the last resort.
+		 */
+		bool fallback = false;
+		uint64_t fb_at = 0, fb_end = 0;
+		size_t found = k;
+
+		for (tries = 0; tries < 16; tries++) {
+			if (ptd_psb_next(s->o.buf, s->o.size, &s->o.config, &s->o.clock, from, &psb))
+				break;
+			from = psb.offset + 1;
+			if (k && psb.offset <= at[k - 1])
+				continue;
+			end[k] = boundary_end(s, psb.offset, &ip[k]);
+			if (end[k] && ip[k]) {
+				at[k++] = psb.offset;
+				break;
+			}
+			if (end[k] && !fallback) {
+				fallback = true;
+				fb_at = psb.offset;
+				fb_end = end[k];
+			}
+		}
+		if (k == found && fallback && (!k || fb_at > at[k - 1])) {
+			at[k] = fb_at;
+			end[k] = fb_end;
+			ip[k++] = 0;
+		}
+	}
+	if (!k)
+		return 0;
+	for (i = 0; i <= k; i++) {
+		struct ptd_stream *p = piece_new(s, i ? at[i - 1] : 0, i < k ? at[i] : 0,
+						 i < k ? ip[i] : 0, i < k ? end[i] : s->o.size);
+
+		if (!p)
+			goto fail;
+		l->pc[i].s = p;
+		l->nr_pc = i + 1;
+	}
+	return 0;
+fail:
+	for (i = 0; i < l->nr_pc; i++)
+		ptd_stream_free(l->pc[i].s);
+	l->nr_pc = 1;
+	l->pc[0].s = l->s;
+	return -ENOMEM;
+}
+
+/* Is lane `l` split (its pieces are streams of their own)? */
+static bool split_lane(const struct lane *l)
+{
+	return l->pc && l->pc[0].s != l->s;
+}
+
+/*
+ * Joins piece `next` to `prev` (fully decoded): 0, with the events the sequential decode
+ * makes at the seam in l->join; 1: `next` must be decoded again as a continuation.
+ * `first` is next's first event, NULL if it has none.
+ */
+static int join(struct lane *l, const struct ptd_stream *prev, struct ptd_stream *next,
+		const struct ptd_event *first, uint64_t add_prev, uint64_t add_next)
+{
+	const struct piece_head *h = &next->head;
+	struct ptd_event *ev;
+
+	l->nr_join = l->join_pos = 0;
+	if (!next->head_valid || h->events_before || prev->uret || prev->xol)
+		return 1;
+	if (prev->end == PE_CLEAN && prev->enabled && h->block && h->pid == prev->pid &&
+	    h->tid == prev->tid && h->as == prev->as) {
+		/* the flow goes on: the last branch of prev lands on next's first block */
+		struct ptd_stream t = *prev;
+		uint64_t branch_time = t.pend.time;
+
+		t.out = l->join;
+		t.nr_out = 0;
+		t.now = h->time;
+		t.time_stale = false;
+		resolve(&t, h->ip);
+		l->join_calls += t.st.calls - prev->st.calls;
+		l->join_returns += t.st.returns - prev->st.returns;
+		if (t.nr_out)
+			l->join[0].time = branch_time ? branch_time + add_prev : h->time + add_next;
+		l->nr_join = t.nr_out;
+		l->clean_joins++;
+		return 0;
+	}
+	if (prev->end == PE_SYNC) {
+		/* the sequential decode resyncs at next's PSB too: next's START */
+		if (h->block && next->selected && h->as >= 0) {
+			ev = &l->join[l->nr_join++];
+			memset(ev, 0, sizeof(*ev));
+			ev->kind = PTD_START;
+			ev->time = h->time + add_next;
+			ev->to = h->ip;
+			ev->pid = h->pid;
+			ev->tid = h->tid;
+			ev->asid = (uint32_t)h->as;
+			ev->cpu = next->o.index;
+		}
+		return 0;
+	}
+	if (prev->end == PE_EOS && !prev->end_after_error && !prev->enabled && !h->block &&
+	    (!first || first->kind == PTD_START)) {
+		/* tracing off across the PSB: next goes on from its own START */
+		l->clean_joins++;
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * The sequential decode itself, from the start of the stream to the end of `next`:
+ * what replaces a piece that does not join. Its first l->delivered events are the ones
+ * the merge already took (the joins before were exact), and are dropped.
+ */
+static struct ptd_stream *replay(struct lane *l, const struct ptd_stream *next)
+{
+	return piece_new(l->s, 0, next->stop, next->stop_ip, next->piece.end);
+}
+
+/* Frees a piece's queued chunks and its stream (not the lane's own). */
+static void piece_drop(struct merge *m, struct lane *l, struct piece *p)
+{
+	while (p->head) {
+		struct chunk *c = p->head;
+
+		p->head = c->next;
+		put_chunk(m, c);
+	}
+	p->tail = NULL;
+	p->queued = 0;
+	if (p->s != l->s)
+		ptd_stream_free(p->s);
+	p->s = NULL;
+}
+
+/*
+ * The merge moves from piece l->at to the next: waits for the next piece's first chunk,
+ * joins it, or decodes it again as a continuation. 0 or -ENOMEM.
+ */
+static int next_piece(struct merge *m, struct lane *l, bool threaded)
+{
+	struct piece *prev = &l->pc[l->at], *next = &l->pc[l->at + 1];
+	uint64_t add_prev = l->add;
+	int err = 0;
+
+	if (threaded)
+		pthread_mutex_lock(&m->lock);
+	while (threaded && (next->busy || (!next->head && !next->finished))) {
+		l->wanted = true;
+		pthread_cond_broadcast(&m->cond);
+		pthread_cond_wait(&m->cond, &m->lock);
+	}
+	l->wanted = false;
+	if (!threaded) {
+		while (!next->head && !next->finished) {
+			struct chunk *c = decode_chunk(m, next->s, &err);
+
+			if (err) {
+				next->finished = true;
+				break;
+			}
+			piece_push(m, next, c);
+		}
+	}
+	if (!err) {
+		/* without time, a piece's "times" count its instructions from 0 */
+		if (next->s->o.timeless)
+			l->add += prev->s->st.insns;
+		dlog("[piece %zu at %" PRIx64 ": end %d, %" PRIu64 " insns, %" PRIu64 " blocks]\n",
+		     l->at, prev->s->piece.begin, prev->s->end, prev->s->st.insns, prev->s->st.blocks);
+		if (join(l, prev->s, next->s, next->head ? &next->head->ev[0] : NULL, add_prev,
+			 l->add)) {
+			struct ptd_stream *c = replay(l, next->s);
+
+			dlog("[piece %zu at %" PRIx64 ": decoded again (end %d%s%s%s, head %d/%d, "
+			     "tid %u/%u, "
+			     "%" PRIu64 " events before, first %d)]\n",
+			     l->at + 1, next->s->piece.begin, prev->s->end,
+			     prev->s->end_after_error ? " after error" : "",
+			     prev->s->enabled ? " enabled" : "", prev->s->uret || prev->s->xol ?
+			     " uprobes" : "", next->s->head_valid, next->s->head.block,
+			     prev->s->tid, next->s->head.tid,
+			     next->s->head.events_before, next->head ? next->head->ev[0].kind : 0);
+			if (!c) {
+				err = -ENOMEM;
+			} else {
+				size_t k;
+
+				piece_drop(m, l, next);
+				next->s = c;
+				next->finished = false;
+				/* it counts from the start: the pieces before count no more */
+				for (k = 0; k <= l->at; k++)
+					if (l->pc[k].s)
+						memset(&l->pc[k].s->st, 0, sizeof(l->pc[k].s->st));
+				l->clean_joins = 0;
+				l->join_calls = l->join_returns = 0;
+				l->add = 0;
+				l->nr_join = 0;
+				l->skip = l->delivered;
+			}
+		}
+	}
+	l->at++;
+	if (threaded) {
+		pthread_cond_broadcast(&m->cond);
+		pthread_mutex_unlock(&m->lock);
+	}
+	return err;
+}
+
+/* Adjusts a chunk's times as the merge takes it: never back, plus the pieces' base. */
+static void adjust_times(struct lane *l, struct ptd_event *ev, size_t n, uint64_t add)
+{
+	size_t i;
+
+	if (!split_lane(l))
+		return;
+	for (i = 0; i < n; i++) {
+		uint64_t t = ev[i].time + add;
+
+		ev[i].time = t < l->floor ? l->floor : t;
+		l->floor = ev[i].time;
+	}
+}
+
 /* The next event of a lane, or NULL when it has no more; merge thread only. */
 static const struct ptd_event *lane_head(struct merge *m, struct lane *l, bool threaded)
 {
+	struct piece *p;
+
+	if (l->join_pos < l->nr_join)
+		return &l->join[l->join_pos];
 	if (l->cur && l->pos < l->cur->nr)
 		return &l->cur->ev[l->pos];
 	put_chunk(m, l->cur);
 	l->cur = NULL;
 	l->pos = 0;
-	if (!threaded) {
-		/* decode on demand, in this thread */
-		while (!l->head && !l->finished) {
-			int err = 0;
-			struct chunk *c = decode_chunk(m, l->s, &err);
+	for (;;) {
+		p = &l->pc[l->at];
+		if (!threaded) {
+			/* decode on demand, in this thread */
+			while (!p->head && !p->finished) {
+				int err = 0;
+				struct chunk *c = decode_chunk(m, p->s, &err);
+
+				if (err) {
+					m->err = err;
+					p->finished = true;
+				}
+				piece_push(m, p, c);
+			}
+		} else {
+			pthread_mutex_lock(&m->lock);
+			while (!p->head && !p->finished) {
+				l->wanted = true;
+				pthread_cond_broadcast(&m->cond);
+				pthread_cond_wait(&m->cond, &m->lock);
+			}
+			l->wanted = false;
+		}
+		if (p->head) {
+			l->cur = p->head;
+			p->head = p->head->next;
+			l->cur->next = NULL;
+			if (!p->head)
+				p->tail = NULL;
+			p->queued--;
+			if (threaded) {
+				pthread_cond_broadcast(&m->cond);
+				pthread_mutex_unlock(&m->lock);
+			}
+			if (l->skip) {
+				/* a replay's events the merge took already */
+				size_t n = l->skip < l->cur->nr ? l->skip : l->cur->nr;
+
+				l->skip -= n;
+				l->pos = n;
+				adjust_times(l, l->cur->ev + n, l->cur->nr - n, l->add);
+				if (n == l->cur->nr)
+					return lane_head(m, l, threaded);
+				return &l->cur->ev[n];
+			}
+			adjust_times(l, l->cur->ev, l->cur->nr, l->add);
+			return &l->cur->ev[0];
+		}
+		if (threaded)
+			pthread_mutex_unlock(&m->lock);
+		/* this piece is done: on to the next, joined */
+		if (l->at + 1 >= l->nr_pc)
+			return NULL;
+		{
+			int err = next_piece(m, l, threaded);
 
 			if (err) {
 				m->err = err;
-				l->finished = true;
+				return NULL;
 			}
-			lane_push(m, l, c);
 		}
-	} else {
-		pthread_mutex_lock(&m->lock);
-		while (!l->head && !l->finished) {
-			l->wanted = true;
-			pthread_cond_broadcast(&m->cond);
-			pthread_cond_wait(&m->cond, &m->lock);
+		if (l->nr_join) {
+			/* their times are the stream's already */
+			adjust_times(l, l->join, l->nr_join, 0);
+			return &l->join[0];
 		}
-		l->wanted = false;
 	}
-	if (l->head) {
-		l->cur = l->head;
-		l->head = l->head->next;
-		l->cur->next = NULL;
-		if (!l->head)
-			l->tail = NULL;
-		l->queued--;
-		if (threaded) {
-			pthread_cond_broadcast(&m->cond);
-			pthread_mutex_unlock(&m->lock);
-		}
-		return &l->cur->ev[0];
-	}
-	if (threaded)
-		pthread_mutex_unlock(&m->lock);
-	return NULL;
+}
+
+/* The merge took lane l's head event. */
+static void lane_next(struct lane *l)
+{
+	l->delivered++;
+	if (l->join_pos < l->nr_join)
+		l->join_pos++;
+	else
+		l->pos++;
 }
 
 double ptd_seconds(void)
@@ -1102,7 +1794,7 @@ static void progress(struct merge *m, double start, double *last, bool final)
 {
 	uint64_t done = 0, total = 0;
 	double t = ptd_seconds();
-	size_t i;
+	size_t i, k;
 
 	if (!final && (t - start < 1.0 || t - *last < 0.5))
 		return;
@@ -1110,7 +1802,12 @@ static void progress(struct merge *m, double start, double *last, bool final)
 		return;
 	*last = t;
 	for (i = 0; i < m->nr; i++) {
-		done += m->lanes[i].s->pos;
+		for (k = 0; k < m->lanes[i].nr_pc; k++) {
+			const struct ptd_stream *s = m->lanes[i].pc[k].s;
+
+			if (s && s->pos > s->piece.begin)
+				done += s->pos - s->piece.begin;
+		}
 		total += m->lanes[i].s->o.size;
 	}
 	fprintf(stderr, "\rptbpf: decoding %5.1f%% of %.1f MB of PT (%.1f MB/s)%s",
@@ -1125,6 +1822,26 @@ static bool before(const struct ptd_event *a, const struct ptd_event *b)
 	return a->cpu < b->cpu;
 }
 
+/* A split lane's figures are its pieces', as the sequential decode would count them. */
+static void lane_stats(struct lane *l)
+{
+	struct decode_stats st = {};
+	size_t k;
+
+	if (!split_lane(l))
+		return;
+	for (k = 0; k < l->nr_pc; k++)
+		if (l->pc[k].s)
+			ptd_stream_stats(l->pc[k].s, &st);
+	l->s->st.insns = st.insns;
+	l->s->st.blocks = st.blocks;
+	l->s->st.calls = st.calls + l->join_calls;
+	l->s->st.returns = st.returns + l->join_returns;
+	l->s->st.errors = st.errors;
+	l->s->st.overflows = st.overflows;
+	l->s->st.syncs = st.syncs - l->clean_joins;
+}
+
 int ptd_decode_streams(struct ptd_stream **streams, size_t nr, int jobs,
 		       const struct ptd_event *extra, size_t nr_extra, const struct ptd_sink *sink,
 		       bool show_progress)
@@ -1132,22 +1849,28 @@ int ptd_decode_streams(struct ptd_stream **streams, size_t nr, int jobs,
 	struct merge m = { .nr = nr };
 	pthread_t *tids = NULL;
 	int nthreads = 0, err = 0, i;
-	size_t k, x = 0;
+	size_t k, x = 0, pieces = 0;
 	double start = ptd_seconds(), last = 0;
 	unsigned long iter = 0;
 
 	m.lanes = calloc(nr ? nr : 1, sizeof(*m.lanes));
 	if (!m.lanes)
 		return -ENOMEM;
-	for (k = 0; k < nr; k++)
-		m.lanes[k].s = streams[k];
 	pthread_mutex_init(&m.lock, NULL);
 	pthread_mutex_init(&m.free_lock, NULL);
 	pthread_cond_init(&m.cond, NULL);
+	for (k = 0; k < nr; k++) {
+		m.lanes[k].s = streams[k];
+		/* more threads than streams: the streams split at PSBs, two pieces a thread */
+		err = split(&m.lanes[k], jobs > (int)nr ? (size_t)(2 * jobs / (int)nr) : 1);
+		if (err)
+			goto cleanup;
+		pieces += m.lanes[k].nr_pc;
+	}
 
-	/* one stream needs no helper: the merge thread decodes it */
-	if (jobs > (int)nr)
-		jobs = (int)nr;
+	/* one piece needs no helper: the merge thread decodes it */
+	if (jobs > (int)pieces)
+		jobs = (int)pieces;
 	if (jobs > 1) {
 		tids = calloc((size_t)jobs, sizeof(*tids));
 		if (!tids) {
@@ -1183,7 +1906,7 @@ int ptd_decode_streams(struct ptd_stream **streams, size_t nr, int jobs,
 		if (err)
 			break;
 		if (bl)
-			bl->pos++;
+			lane_next(bl);
 		if (show_progress && !(++iter & 0xfff))
 			progress(&m, start, &last, false);
 	}
@@ -1200,8 +1923,14 @@ cleanup:
 	for (i = 0; i < nthreads; i++)
 		pthread_join(tids[i], NULL);
 	for (k = 0; k < nr; k++) {
-		free_chunks(m.lanes[k].head);
-		free_chunks(m.lanes[k].cur);
+		struct lane *l = &m.lanes[k];
+		size_t p;
+
+		lane_stats(l);
+		for (p = 0; p < l->nr_pc; p++)
+			piece_drop(&m, l, &l->pc[p]);
+		free_chunks(l->cur);
+		free(l->pc);
 	}
 	free_chunks(m.free);
 	free(tids);

@@ -194,6 +194,32 @@ struct ptd_clock {
 
 uint64_t ptd_clock_ns(const struct ptd_clock *c, uint64_t tsc);
 
+/* A stretch of a stream's PT, [begin, end): from a PSB to a PSB (or the end). */
+struct ptd_range {
+	uint64_t begin, end;
+};
+
+/* A PSB of a stream: its trace offset and the time of its PSB+ (0: no TSC in it). */
+struct ptd_psb {
+	uint64_t offset;
+	uint64_t time;
+};
+
+/*
+ * The PSBs of `buf` that start in [from, to), with their times, in order (found by
+ * their byte pattern, checked and timed with libipt's packet decoder). *out is
+ * malloc'ed. 0 or -errno.
+ */
+int ptd_psb_index(const uint8_t *buf, size_t size, const struct pt_config *cfg,
+		  const struct ptd_clock *clock, uint64_t from, uint64_t to, struct ptd_psb **out,
+		  size_t *nr);
+/* libipt's packet decoder over `buf` with `cfg`'s cpu and timing; NULL if refused. */
+struct pt_packet_decoder *ptd_pkt_open(const uint8_t *buf, size_t size,
+				       const struct pt_config *cfg);
+/* The first PSB at or after `from`: 0, -ENOENT if there is none, or -errno. */
+int ptd_psb_next(const uint8_t *buf, size_t size, const struct pt_config *cfg,
+		 const struct ptd_clock *clock, uint64_t from, struct ptd_psb *psb);
+
 struct ptd_stream_opts {
 	const uint8_t *buf;		/* PT bytes */
 	size_t size;
@@ -205,6 +231,12 @@ struct ptd_stream_opts {
 	size_t nr_sched;
 	uint32_t fixed_pid, fixed_tid;	/* with no timeline: the thread of every event */
 	int fixed_as;			/* with no timeline: the address space, -1: by pid */
+	const struct ptd_range *ranges;	/* decode only these, each starting at a PSB, in
+					 * order; NULL: all of buf */
+	size_t nr_ranges;
+	bool (*selected)(void *ctx, uint32_t pid, uint32_t tid);	/* events of other
+					 * threads are dropped; NULL: all threads */
+	void *selected_ctx;
 	uint32_t index;			/* stream number, for the merge tie-break */
 	bool timeless;			/* no usable time: order by position only */
 };

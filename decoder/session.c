@@ -62,6 +62,12 @@ struct session {
 	struct ptd_clock clock;
 	bool timeless;
 	uint64_t last_record_time;
+	/* --pid (with the children they fork, if asked) and --tid: what is decoded */
+	bool selecting;
+	uint32_t *sel_pids;
+	size_t nr_sel_pids, cap_sel_pids;
+	struct ptd_range **ranges;	/* per queue: what to decode of it, NULL: all */
+	size_t *nr_ranges;
 };
 
 static int grow(void **v, size_t *cap, size_t nr, size_t elem)
@@ -205,6 +211,56 @@ static int32_t *name_of(struct session *ss, uint32_t tid)
 	return NULL;
 }
 
+/* ---------------------------------------------------------------- selection */
+
+static bool pid_selected(const struct session *ss, uint32_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < ss->nr_sel_pids; i++)
+		if (ss->sel_pids[i] == pid)
+			return true;
+	return false;
+}
+
+static int select_pid(struct session *ss, uint32_t pid)
+{
+	if (grow((void **)&ss->sel_pids, &ss->cap_sel_pids, ss->nr_sel_pids,
+		 sizeof(*ss->sel_pids)))
+		return -ENOMEM;
+	ss->sel_pids[ss->nr_sel_pids++] = pid;
+	return 0;
+}
+
+/* Is the flow of thread `tid` of process `pid` wanted? (struct ptd_stream_opts.selected) */
+static bool thread_selected(void *ctx, uint32_t pid, uint32_t tid)
+{
+	const struct session *ss = ctx;
+	size_t i;
+
+	if (!ss->selecting)
+		return true;
+	for (i = 0; i < ss->opts->nr_tids; i++)
+		if (ss->opts->tids[i] == tid)
+			return true;
+	return pid_selected(ss, pid);
+}
+
+static int init_selection(struct session *ss)
+{
+	const struct decode_opts *o = ss->opts;
+	size_t i;
+	int err;
+
+	ss->selecting = o->nr_pids || o->nr_tids;
+	for (i = 0; i < o->nr_pids; i++) {
+		err = select_pid(ss, o->pids[i]);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 /* A new thread or process has its parent's name until it sets its own (perf does so). */
 static int on_fork(struct session *ss, const struct pd_record *r, uint64_t t)
 {
@@ -214,6 +270,12 @@ static int on_fork(struct session *ss, const struct pd_record *r, uint64_t t)
 	err = note_tid(ss, r->task.pid, r->task.tid);
 	if (err)
 		return err;
+	if (ss->opts->children && r->task.pid != r->task.ppid &&
+	    pid_selected(ss, r->task.ppid) && !pid_selected(ss, r->task.pid)) {
+		err = select_pid(ss, r->task.pid);
+		if (err)
+			return err;
+	}
 	if (r->task.pid != r->task.ppid && ptd_aspace_find(&ss->im, r->task.pid, t) < 0) {
 		err = ptd_aspace_fork(&ss->im, r->task.ppid, r->task.pid, t);
 		if (err < 0)
@@ -428,6 +490,9 @@ static int finish_extra(struct session *ss)
 		if ((ev->kind == PTD_SWITCH_IN || ev->kind == PTD_SWITCH_OUT) &&
 		    ptd_aspace_find(&ss->im, ev->pid, ev->time) < 0)
 			continue;
+		if ((ev->kind == PTD_SWITCH_IN || ev->kind == PTD_SWITCH_OUT ||
+		     ev->kind == PTD_COMM) && !thread_selected(ss, ev->pid, ev->tid))
+			continue;
 		ss->extra[n++] = *ev;
 	}
 	ss->nr_extra = n;
@@ -436,6 +501,8 @@ static int finish_extra(struct session *ss)
 
 		if (r->type != PD_RECORD_PTBPF_TRIGGER)
 			continue;
+		if (!thread_selected(ss, r->trigger.pid, r->trigger.tid))
+			break;
 		/* with no perf time, the trigger is the last thing that happened */
 		err = add_extra(ss, PTD_TRIGGER, r->trigger.time ? r->trigger.time :
 			       ss->last_record_time, r->trigger.pid, r->trigger.tid, 0);
@@ -560,10 +627,166 @@ static const struct sched_list *sched_of(const struct session *ss, uint32_t cpu)
 	return NULL;
 }
 
+/* ---------------------------------------------------------------- skipping */
+
+/*
+ * Time after a segment in which a switch still counts for it: the stream's attribution
+ * takes a neighbour up to two entries ahead when its own choice does not map the code
+ * (see attribute() in decode.c), for a switch and a return to user space that are a few
+ * hundred ns apart, below the trace's time resolution (MTC).
+ */
+#define ATTRIBUTE_SLACK_NS 100000
+
+/*
+ * Does a selected thread run on this CPU at some time in [a, b]? The schedule's entry
+ * at `a`, those that start up to `b`, and up to two after them that start within the
+ * slack. *hint: where the previous search started (the segments come in time order).
+ */
+static bool runs_selected(const struct session *ss, const struct sched_list *sl, uint64_t a,
+			  uint64_t b, size_t *hint)
+{
+	size_t k = *hint, last, j;
+
+	while (k + 1 < sl->nr && sl->v[k + 1].time <= a)
+		k++;
+	*hint = k;
+	for (last = k; last + 1 < sl->nr && sl->v[last + 1].time <= b; last++)
+		;
+	for (j = 0; j < 2 && last + 1 < sl->nr &&
+		    sl->v[last + 1].time - b <= ATTRIBUTE_SLACK_NS; j++)
+		last++;
+	for (; k <= last; k++)
+		if (thread_selected((void *)ss, sl->v[k].pid, sl->v[k].tid))
+			return true;
+	return false;
+}
+
+/* The PSBs a queue is first probed at, one per COARSE_STEP bytes. */
+#define COARSE_STEP (32 * 1024)
+
+struct plan {
+	struct session *ss;
+	const struct sched_list *sl;	/* the CPU's schedule when selecting by it, or NULL */
+	uint64_t win_start, win_end;	/* the window, when opts->window_ns */
+	size_t hint;			/* runs_selected()'s */
+	struct ptd_range *r;		/* the result */
+	size_t nr, cap;
+};
+
+/* Is the stretch of trace between times a and b wanted? (0: a PSB+ without time) */
+static bool hot(struct plan *p, uint64_t a, uint64_t b)
+{
+	if (!a || !b)
+		return true;
+	if (p->sl && !runs_selected(p->ss, p->sl, a, b, &p->hint))
+		return false;
+	if (p->ss->opts->window_ns && (b < p->win_start || a > p->win_end))
+		return false;
+	return true;
+}
+
+static int add_range(struct plan *p, uint64_t begin, uint64_t end)
+{
+	if (p->nr && p->r[p->nr - 1].end == begin) {
+		p->r[p->nr - 1].end = end;
+		return 0;
+	}
+	if (grow((void **)&p->r, &p->cap, p->nr, sizeof(*p->r)))
+		return -ENOMEM;
+	p->r[p->nr++] = (struct ptd_range){ begin, end };
+	return 0;
+}
+
+/*
+ * What to decode of queue `q`: the PSB-to-PSB segments in which a selected thread ran
+ * (by the CPU's schedule; a per-thread buffer is its thread's) and that overlap the
+ * window, joined into ranges. A segment's time is from its PSB's TSC to the next
+ * one's. The queue is probed at a PSB every COARSE_STEP bytes first, and only the
+ * stretches between probes that are wanted as a whole are searched for all their PSBs:
+ * a stretch unwanted as a whole has no wanted segment, and is never read.
+ * *out stays NULL when everything is decoded.
+ */
+static int plan_ranges(struct session *ss, const struct queue *q, const struct sched_list *sl,
+		       uint64_t win_start, uint64_t win_end, struct ptd_range **out, size_t *nr)
+{
+	const struct decode_opts *o = ss->opts;
+	bool by_thread = ss->selecting && q->cpu != UINT32_MAX && sl && sl->nr;
+	struct plan p = { .ss = ss, .sl = by_thread ? sl : NULL, .win_start = win_start,
+			  .win_end = win_end };
+	struct ptd_psb *coarse = NULL, *fine = NULL;
+	size_t nc = 0, cap = 0, nf, i, j;
+	uint64_t off = 0;
+	int err = 0;
+
+	*out = NULL;
+	*nr = 0;
+	if (ss->selecting && q->cpu == UINT32_MAX &&
+	    !thread_selected(ss, pid_of(ss, q->tid), q->tid)) {
+		/* a per-thread buffer of a thread not selected: none of it */
+		*out = malloc(sizeof(**out));
+		return *out ? 0 : -ENOMEM;
+	}
+	if (!by_thread && !o->window_ns)
+		return 0;
+	for (;;) {
+		struct ptd_psb psb;
+
+		err = ptd_psb_next(q->bytes, q->size, &ss->config, &ss->clock, off, &psb);
+		if (err == -ENOENT) {
+			err = 0;
+			break;
+		}
+		if (err)
+			goto out;
+		if (grow((void **)&coarse, &cap, nc, sizeof(*coarse))) {
+			err = -ENOMEM;
+			goto out;
+		}
+		coarse[nc++] = psb;
+		off = (psb.offset / COARSE_STEP + 1) * COARSE_STEP;
+	}
+	if (!nc)
+		goto out;	/* no PSB: nothing a decode could sync to, as it is */
+	for (j = 0; j < nc; j++) {
+		uint64_t end = j + 1 < nc ? coarse[j + 1].offset : q->size;
+		uint64_t b = j + 1 < nc ? coarse[j + 1].time : UINT64_MAX;
+
+		if (!hot(&p, coarse[j].time, b))
+			continue;
+		err = ptd_psb_index(q->bytes, q->size, &ss->config, &ss->clock, coarse[j].offset,
+				    end, &fine, &nf);
+		for (i = 0; !err && i < nf; i++) {
+			if (hot(&p, fine[i].time, i + 1 < nf ? fine[i + 1].time : b))
+				err = add_range(&p, fine[i].offset,
+						i + 1 < nf ? fine[i + 1].offset : end);
+		}
+		free(fine);
+		if (err)
+			goto out;
+	}
+	/* nothing wanted: an empty list, not NULL (which decodes all) */
+	if (!p.r && !(p.r = malloc(sizeof(*p.r)))) {
+		err = -ENOMEM;
+		goto out;
+	}
+	*out = p.r;
+	*nr = p.nr;
+	p.r = NULL;
+out:
+	free(p.r);
+	free(coarse);
+	return err;
+}
+
 static void session_free(struct session *ss)
 {
 	size_t i;
 
+	for (i = 0; ss->ranges && i < ss->nr_queues; i++)
+		free(ss->ranges[i]);
+	free(ss->ranges);
+	free(ss->nr_ranges);
+	free(ss->sel_pids);
 	for (i = 0; i < ss->nr_scheds; i++)
 		free(ss->scheds[i].v);
 	for (i = 0; i < ss->nr_queues; i++)
@@ -583,7 +806,8 @@ int ptdecode_capture(const struct capture *cap, const struct decode_opts *opts,
 	struct ptd_output_opts oo = { .opts = opts };
 	struct ptd_stream **streams = NULL;
 	struct session ss = { .cap = cap, .opts = opts };
-	uint64_t base = UINT64_MAX;
+	const struct pd_trigger *trigger;
+	uint64_t base = UINT64_MAX, win_start, win_end;
 	bool per_cpu;
 	double t0 = ptd_seconds();
 	size_t i, nr_streams = 0;
@@ -608,9 +832,19 @@ int ptdecode_capture(const struct capture *cap, const struct decode_opts *opts,
 		if (err)
 			goto cleanup;
 	}
+	err = init_selection(&ss);
+	if (err)
+		goto cleanup;
 	err = read_sideband(&ss);
 	if (err)
 		goto cleanup;
+	if (opts->window_ns && ss.timeless) {
+		elog("%s: --window: the trace has no timestamps (captured without TSC), so no "
+		     "window can be told: decode it without --window\n",
+		     cap->path ? cap->path : "capture");
+		err = -EINVAL;
+		goto cleanup;
+	}
 
 	per_cpu = cap->pt.per_cpu_mmaps;
 	for (i = 0; i < cap->nr_aux && !err; i++)
@@ -654,9 +888,23 @@ int ptdecode_capture(const struct capture *cap, const struct decode_opts *opts,
 		goto cleanup;
 
 	streams = calloc(ss.nr_queues, sizeof(*streams));
-	if (!streams) {
+	ss.ranges = calloc(ss.nr_queues, sizeof(*ss.ranges));
+	ss.nr_ranges = calloc(ss.nr_queues, sizeof(*ss.nr_ranges));
+	if (!streams || !ss.ranges || !ss.nr_ranges) {
 		err = -ENOMEM;
 		goto cleanup;
+	}
+	/* the window ends at the trigger; without one, at the capture's last record */
+	trigger = find_trigger(cap);
+	win_end = trigger && trigger->time ? trigger->time : ss.last_record_time;
+	win_start = win_end > opts->window_ns ? win_end - opts->window_ns : 0;
+	for (i = 0; i < ss.nr_queues; i++) {
+		const struct queue *q = &ss.queues[i];
+		const struct sched_list *sl = per_cpu ? sched_of(&ss, q->cpu) : NULL;
+
+		err = plan_ranges(&ss, q, sl, win_start, win_end, &ss.ranges[i], &ss.nr_ranges[i]);
+		if (err)
+			goto cleanup;
 	}
 	for (i = 0; i < ss.nr_queues; i++) {
 		const struct queue *q = &ss.queues[i];
@@ -673,6 +921,10 @@ int ptdecode_capture(const struct capture *cap, const struct decode_opts *opts,
 			.fixed_tid = per_cpu ? 0 : q->tid,
 			.fixed_pid = per_cpu ? 0 : pid_of(&ss, q->tid),
 			.fixed_as = -1,
+			.ranges = ss.ranges[i],
+			.nr_ranges = ss.nr_ranges[i],
+			.selected = ss.selecting ? thread_selected : NULL,
+			.selected_ctx = &ss,
 			.index = (uint32_t)i,
 			.timeless = ss.timeless,
 		};
@@ -694,7 +946,7 @@ int ptdecode_capture(const struct capture *cap, const struct decode_opts *opts,
 	oo.symbols = ss.sy;
 	oo.time_base = base;
 	oo.names = ss.names;
-	oo.trigger = find_trigger(cap);
+	oo.trigger = trigger;
 	oo.cap = oo.trigger ? cap : NULL;
 	if (stats)
 		stats->seconds = ptd_seconds() - t0;

@@ -28,6 +28,18 @@ struct decode_opts {
 	bool kernel;			/* decode kernel control flow (needs a kcore copy) */
 	bool strict;			/* a missing binary is an error, not "binary+0xoff" frames */
 	bool progress;			/* progress on stderr when the decode takes > 1 s */
+	/*
+	 * What to decode. With pids or tids, only the flow of those processes (and, with
+	 * children, of the processes they fork) and threads is decoded and written: the
+	 * PSB-delimited pieces of a CPU's trace in which none of them ran are skipped.
+	 */
+	const uint32_t *pids;
+	size_t nr_pids;
+	const uint32_t *tids;
+	size_t nr_tids;
+	bool children;			/* the selected processes' descendants too */
+	uint64_t window_ns;		/* only the last window_ns before the trigger (the end of
+					 * the capture without one), from the PSB before; 0: all */
 };
 
 struct decode_stats {
@@ -38,6 +50,7 @@ struct decode_stats {
 	uint64_t overflows;		/* OVF packets */
 	uint64_t syncs;			/* synchronisations (PSB) */
 	uint64_t bytes;			/* PT bytes decoded */
+	uint64_t skipped;		/* PT bytes not decoded (--pid, --tid, --window) */
 	uint64_t threads;		/* threads with at least one slice */
 	uint64_t first_time, last_time;	/* absolute ns span of the decoded flow */
 	double seconds;			/* wall time of the decode */

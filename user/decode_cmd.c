@@ -20,6 +20,7 @@
 #include "s3.h"
 
 #define MAX_RAW_IMAGES 4096
+#define MAX_SELECTED 4096
 
 struct decode_env {
 	const char *capture;		/* positional: perf.data file or directory */
@@ -33,6 +34,7 @@ struct decode_env {
 	unsigned open_port;		/* --open: serve the FXT to ui.perfetto.dev, 0: no */
 	const char *info;		/* --info FILE */
 	int verbose;
+	uint32_t pids[MAX_SELECTED], tids[MAX_SELECTED];	/* --pid, --tid */
 };
 
 static const char decode_doc[] =
@@ -76,6 +78,9 @@ enum {
 	OPT_INFO,
 	OPT_PROGRESS,
 	OPT_OPEN,
+	OPT_PID,
+	OPT_TID,
+	OPT_WINDOW,
 };
 
 static const struct argp_option decode_options[] = {
@@ -90,7 +95,16 @@ static const struct argp_option decode_options[] = {
 	  "Then open the trace in the Perfetto UI (ui.perfetto.dev): served once on "
 	  "127.0.0.1:PORT (default 9001, the port the UI accepts)" },
 
-	{ NULL, 0, NULL, 0, "Finding the code:", 2 },
+	{ NULL, 0, NULL, 0, "What to decode (of a capture):", 2 },
+	{ "pid", OPT_PID, "PID[,PID...]", 0,
+	  "Only these processes; the stretches of trace where none ran are skipped "
+	  "(repeatable)" },
+	{ "tid", OPT_TID, "TID[,TID...]", 0, "Only these threads (repeatable; with --pid: either)" },
+	{ "window", OPT_WINDOW, "DUR", 0,
+	  "Only the last DUR before the trigger (the capture's end without one), from the "
+	  "PSB before it" },
+
+	{ NULL, 0, NULL, 0, "Finding the code:", 3 },
 	{ "sysroot", OPT_SYSROOT, "DIR", 0,
 	  "Look for the capture's binaries under DIR (as perf's --symfs)" },
 	{ "debug-dir", OPT_DEBUG_DIR, "DIR", 0,
@@ -100,7 +114,7 @@ static const struct argp_option decode_options[] = {
 	{ "strict", OPT_STRICT, NULL, 0,
 	  "Fail on a missing binary or a decode error instead of marking it in the trace" },
 
-	{ NULL, 0, NULL, 0, "Raw PT (ptxed style):", 3 },
+	{ NULL, 0, NULL, 0, "Raw PT (ptxed style):", 4 },
 	{ "raw-pt", OPT_RAW_PT, "FILE", 0, "Decode raw PT from FILE instead of a capture" },
 	{ "elf", OPT_ELF, "FILE[:BASE]", 0,
 	  "Load the executable segments of an ELF file; BASE: where its lowest segment goes "
@@ -114,7 +128,7 @@ static const struct argp_option decode_options[] = {
 	{ "cpuid-0x15", OPT_CPUID_15, "EAX,EBX", 0, "CPUID leaf 0x15: TSC/CTC ratio EBX/EAX" },
 	{ "tsc-hz", OPT_TSC_HZ, "HZ", 0, "TSC frequency, for times in ns (default: ticks)" },
 
-	{ NULL, 0, NULL, 0, "Other:", 4 },
+	{ NULL, 0, NULL, 0, "Other:", 5 },
 	{ "jobs", 'j', "N", 0, "Decoder threads (default: number of cores)" },
 	{ "progress", OPT_PROGRESS, NULL, 0,
 	  "Show progress on stderr when decoding takes more than a second (default on a tty)" },
@@ -193,6 +207,34 @@ static int u32_arg(struct argp_state *state, const char *opt, const char *arg, u
 		return usage_error(state, "invalid value for %s: '%s' (an integer from 0 to %u)",
 				   opt, arg, max);
 	*out = (uint32_t)v;
+	return 0;
+}
+
+/* "1,2,3" appended to list[*nr]. */
+static int id_list(struct argp_state *state, const char *opt, const char *arg, uint32_t *list,
+		   size_t *nr)
+{
+	const char *p = arg;
+
+	do {
+		char num[16];
+		size_t len = strcspn(p, ",");
+		uint64_t v;
+
+		if (!len || len >= sizeof(num))
+			return usage_error(state, "invalid %s '%s': expected numbers separated by "
+					   "commas, e.g. 1234,1240", opt, arg);
+		memcpy(num, p, len);
+		num[len] = '\0';
+		if (parse_u64(num, 0, UINT32_MAX - 1, &v))
+			return usage_error(state, "invalid %s '%s': expected numbers separated by "
+					   "commas, e.g. 1234,1240", opt, arg);
+		if (*nr >= MAX_SELECTED)
+			return usage_error(state, "too many %s values (at most %d)", opt,
+					   MAX_SELECTED);
+		list[(*nr)++] = (uint32_t)v;
+		p += len;
+	} while (*p++ == ',');
 	return 0;
 }
 
@@ -289,6 +331,16 @@ static error_t parse_decode_opt(int key, char *arg, struct argp_state *state)
 	case OPT_PROGRESS:
 		env->opts.progress = true;
 		return 0;
+	case OPT_PID:
+		return id_list(state, "--pid", arg, env->pids, &env->opts.nr_pids);
+	case OPT_TID:
+		return id_list(state, "--tid", arg, env->tids, &env->opts.nr_tids);
+	case OPT_WINDOW:
+		if (parse_duration(arg, &v) || !v)
+			return usage_error(state, "invalid --window '%s': a duration with a unit, "
+					   "e.g. 50ms", arg);
+		env->opts.window_ns = v;
+		return 0;
 	case 'v':
 		env->verbose++;
 		return 0;
@@ -309,6 +361,10 @@ static error_t parse_decode_opt(int key, char *arg, struct argp_state *state)
 		if (!env->raw.pt_path && !env->capture)
 			return usage_error(state, "nothing to decode: give a CAPTURE or "
 					   "--raw-pt FILE");
+		if (env->raw.pt_path && (env->opts.nr_pids || env->opts.nr_tids ||
+					 env->opts.window_ns))
+			return usage_error(state, "--pid, --tid and --window go with a CAPTURE "
+					   "(raw PT has no threads or trigger)");
 		if (!env->raw.pt_path && env->have_raw_params)
 			return usage_error(state, "--elf, --raw, --cpu, --mtc-freq, --nom-freq, "
 					   "--cpuid-0x15 and --tsc-hz go with --raw-pt");
@@ -339,11 +395,12 @@ static void print_stats(const struct decode_stats *st)
 		"overflows     %" PRIu64 "\n"
 		"syncs         %" PRIu64 "\n"
 		"bytes         %" PRIu64 "\n"
+		"skipped       %" PRIu64 " bytes\n"
 		"threads       %" PRIu64 "\n"
 		"span          %.6f s\n"
 		"time          %.3f s (%.1f MB/s of PT)\n",
 		st->insns, st->blocks, st->calls, st->returns, st->errors, st->overflows,
-		st->syncs, st->bytes, st->threads,
+		st->syncs, st->bytes, st->skipped, st->threads,
 		st->last_time > st->first_time ? (st->last_time - st->first_time) / 1e9 : 0.0,
 		st->seconds, st->seconds > 0 ? mb / st->seconds : 0.0);
 	if (st->slowest_ns) {
@@ -419,15 +476,18 @@ int cmd_decode(int argc, char **argv)
 		.args_doc = "CAPTURE",
 		.doc = decode_doc,
 	};
-	struct decode_env env = {
-		.opts = { .format = DECODE_FXT, .progress = isatty(STDERR_FILENO) },
-	};
+	static struct decode_env env;
 	struct decode_stats stats = {};
 	struct capture *cap = NULL;
 	char tmp_dir[4096] = "", local[4096];
 	unsigned i;
 	int err;
 
+	memset(&env, 0, sizeof(env));
+	env.opts.format = DECODE_FXT;
+	env.opts.progress = isatty(STDERR_FILENO);
+	env.opts.pids = env.pids;
+	env.opts.tids = env.tids;
 	err = cli_parse(&argp, argc, argv, 0, &env);
 	if (err)
 		goto cleanup;

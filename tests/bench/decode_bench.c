@@ -12,14 +12,18 @@
  *          branches, no timing. Its page dump becomes an ELF file and the guest-context
  *          packets (PIP, VMCS: no control flow) become PADs, so perf reads it as the
  *          user-space trace it is; it goes into the HASE capture in place of its trace.
- * For each: wall and CPU time of
+ * For each: wall and CPU time and peak RSS of
  *   ptbpf decode FILE -j 1 -o OUT.fxt
+ *   ptbpf decode FILE -j 2 -o OUT.fxt      (one stream: split at PSBs)
  *   perf script -i FILE --itrace=cr > /dev/null
- * the ratio, and MB/s of PT (per wall second and per CPU second), against the goals
- * (>= 50x perf script, >= 100 MB/s per core); and the ceiling: libipt's block decoder
- * alone over the same bytes, which no libipt client can beat.
+ * the ratio, MB/s of PT (per wall second and per CPU second) and the -j 2 scaling,
+ * against the goals (>= 8x perf script, >= 100 MB/s per core, -j 2 >= 1.8x -j 1); and
+ * libipt's block decoder alone over the same bytes. First, the skip benchmark (see
+ * bench_skip()). BENCH_ONLY=skip,hase,mruby runs some; BENCH_KEEP keeps the inputs.
  */
 #include <elf.h>
+#include <linux/perf_event.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <intel-pt.h>
@@ -36,13 +40,15 @@
 
 #define HASE "perf-intel-pt/hase-2018/skl-control_flow"
 #define HASE_FILE "control_flow-20180404T163033.perf"
-#define GOAL_RATIO 50.0
+#define GOAL_RATIO 8.0
+#define GOAL_SCALING 1.8
 #define GOAL_MBS 100.0
 #define MAX_RUNS 64
 
 struct run {
 	double wall;		/* seconds */
 	double cpu;		/* user + system seconds of the child */
+	long rss_kb;		/* its peak RSS */
 	int status;		/* exit status, -1 if it did not exit */
 };
 
@@ -95,6 +101,7 @@ static int run(char *const argv[], struct run *r)
 		return -errno;
 	r->wall = now() - t0;
 	r->cpu = cpu_seconds(&ru);
+	r->rss_kb = ru.ru_maxrss;
 	r->status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 	return 0;
 }
@@ -225,6 +232,9 @@ static void measure(const char *name, const char *data, const char *sysroot, con
 	char fxt[64];
 	char *pe_argv[] = { (char *)ptbpf, "decode", (char *)data, "-j", "1", "-o", fxt,
 			    sysroot ? "--sysroot" : NULL, (char *)sysroot, NULL };
+	char *pj_argv[] = { (char *)ptbpf, "decode", (char *)data, "-j", "2", "-o", fxt,
+			    sysroot ? "--sysroot" : NULL, (char *)sysroot, NULL };
+	struct run pj = {};
 	char *pr_argv[] = { "perf", "script", "-f", "-i", (char *)data, "--itrace=cr",
 			    sysroot ? "--symfs" : NULL, (char *)sysroot, NULL };
 	struct run pe = {}, pr = {};
@@ -237,12 +247,19 @@ static void measure(const char *name, const char *data, const char *sysroot, con
 		unlink(fxt);
 		return;
 	}
+	if (run(pj_argv, &pj) || pj.status)
+		pj.wall = 0;
 	unlink(fxt);
 	ipt = libipt_alone(pt, size, pieces, nr, &insns);
 	printf("%s: %.1f MB of PT, %llu instructions\n", name, mb, (unsigned long long)insns);
 	printf("  %-36s %8s %8s %12s %12s\n", "", "wall s", "cpu s", "MB/s (wall)", "MB/s (cpu)");
-	printf("  %-36s %8.3f %8.3f %12.1f %12.1f\n", "ptbpf decode -j1 -o out.fxt", pe.wall,
-	       pe.cpu, mb / pe.wall, mb / pe.cpu);
+	printf("  %-36s %8.3f %8.3f %12.1f %12.1f   peak RSS %ld MiB\n",
+	       "ptbpf decode -j1 -o out.fxt", pe.wall, pe.cpu, mb / pe.wall, mb / pe.cpu,
+	       pe.rss_kb / 1024);
+	if (pj.wall > 0)
+		printf("  %-36s %8.3f %8.3f %12.1f %12.1f   peak RSS %ld MiB\n",
+		       "ptbpf decode -j2 (one stream, split)", pj.wall, pj.cpu, mb / pj.wall,
+		       mb / pj.cpu, pj.rss_kb / 1024);
 	if (run(pr_argv, &pr) || pr.status) {
 		printf("  perf script: not available (exit %d), no ratio\n", pr.status);
 	} else {
@@ -259,6 +276,191 @@ static void measure(const char *name, const char *data, const char *sysroot, con
 	printf("  PT per core: %.1f MB/s (goal >= %.0f: %s); ptbpf runs at %.0f%% of libipt's "
 	       "own speed\n", mb / pe.cpu, GOAL_MBS, mb / pe.cpu >= GOAL_MBS ? "met" : "not met",
 	       100.0 * ipt / pe.cpu);
+	if (pj.wall > 0)
+		printf("  -j 2 on one stream: %.2fx the speed of -j 1 (wall; goal >= %.1fx: %s)\n",
+		       pe.wall / pj.wall, GOAL_SCALING,
+		       pe.wall / pj.wall >= GOAL_SCALING ? "met" : "not met");
+	printf("  tracelet cache: not implemented (no hit rate, no fallback share)\n");
+}
+
+/*
+ * Skipping what no selected thread ran: the HASE trace repeated (its TSCs moved on by
+ * `step` ticks per copy, so that time goes forward) on one CPU, where each copy is a
+ * time slice of one of two processes with the same code: the target runs 10 copies in
+ * every 200 (5 % of the time), another process the rest. `ptbpf decode --pid TARGET`
+ * against the decode of everything, both -j 1 to FXT; the target's calls and returns
+ * must be the same in both.
+ */
+#define SKIP_PERIOD 200
+#define SKIP_TARGET 10
+
+static bool skip_target_copy(size_t k)
+{
+	return k % SKIP_PERIOD < SKIP_TARGET;
+}
+
+static int add_switch(struct capture *cap, const struct pd_record *tmpl, uint64_t time,
+		      uint32_t from, uint32_t to)
+{
+	struct pd_record out = *tmpl, in = *tmpl;
+
+	out.misc = PERF_RECORD_MISC_SWITCH_OUT;
+	out.sample.pid = out.sample.tid = from;
+	out.sample.time = time - 1;
+	out.sw.next_prev_pid = out.sw.next_prev_tid = to;
+	in.misc = 0;
+	in.sample.pid = in.sample.tid = to;
+	in.sample.time = time;
+	in.sw.next_prev_pid = in.sw.next_prev_tid = from;
+	return capture__add_record(cap, &out) ?: capture__add_record(cap, &in);
+}
+
+static void bench_skip(size_t want)
+{
+	char src[512], symfs[512], data[64], fxt[64], all[64], sel[64], cmd[2048], pidarg[16];
+	struct capture *cap = NULL;
+	struct pt_packet_decoder *pd = NULL;
+	struct pd_record sw = {};
+	struct pt_config cfg;
+	struct pt_packet p;
+	uint64_t tsc_off[64], first = 0, last = 0, step, off;
+	const uint8_t *seg;
+	uint8_t *big = NULL;
+	size_t len, size, nr_tsc = 0, k, i, n = 0;
+	uint32_t target = 0, other;
+	bool have_sw = false;
+
+	snprintf(src, sizeof(src), "%s/" HASE "/" HASE_FILE, data_dir);
+	snprintf(symfs, sizeof(symfs), "%s/" HASE "/symfs", data_dir);
+	snprintf(data, sizeof(data), "/tmp/ptbpf-bench-%d.data", getpid());
+	snprintf(fxt, sizeof(fxt), "/tmp/ptbpf-bench-%d.fxt", getpid());
+	snprintf(all, sizeof(all), "/tmp/ptbpf-bench-%d.all", getpid());
+	snprintf(sel, sizeof(sel), "/tmp/ptbpf-bench-%d.sel", getpid());
+	if (perfdata_read(src, &cap) || cap->nr_aux != 1) {
+		printf("skip: SKIP: cannot read %s\n", src);
+		goto out;
+	}
+	seg = cap->aux[0].data;
+	len = cap->aux[0].size;
+	/* the TSC packets of the trace, to move each copy's on */
+	pt_config_init(&cfg);
+	cfg.begin = (uint8_t *)seg;
+	cfg.end = (uint8_t *)seg + len;
+	pd = pt_pkt_alloc_decoder(&cfg);
+	if (!pd || pt_pkt_sync_forward(pd) < 0)
+		goto bad;
+	while (pt_pkt_get_offset(pd, &off) >= 0 && pt_pkt_next(pd, &p, sizeof(p)) > 0) {
+		if (p.type != ppt_tsc)
+			continue;
+		if (nr_tsc == sizeof(tsc_off) / sizeof(tsc_off[0]))
+			goto bad;
+		if (!nr_tsc)
+			first = p.payload.tsc.tsc;
+		last = p.payload.tsc.tsc;
+		tsc_off[nr_tsc++] = off;
+	}
+	if (!nr_tsc)
+		goto bad;
+	/* the copy's span and ~3 ms more: MTCs after its last TSC stay within it */
+	step = 4 * (last - first) + 10000000;
+	big = repeat(seg, len, want, &size);
+	if (!big)
+		goto bad;
+	for (k = 0; k * len < size; k++) {
+		for (i = 0; i < nr_tsc; i++) {
+			uint8_t *q = big + k * len + tsc_off[i] + 1;
+			uint64_t v = 0;
+
+			memcpy(&v, q, 7);
+			v += k * step;
+			memcpy(q, &v, 7);
+		}
+	}
+	/* the sideband: no switches, no exit; a second process with the same code */
+	for (i = 0; i < cap->nr_records; i++) {
+		struct pd_record r = cap->records[i];
+
+		if (r.type == PERF_RECORD_SWITCH_CPU_WIDE && !have_sw) {
+			sw = r;
+			have_sw = true;
+		}
+		if (r.type == PERF_RECORD_SWITCH_CPU_WIDE || r.type == PERF_RECORD_EXIT)
+			continue;
+		if (r.type == PERF_RECORD_COMM && (r.misc & PERF_RECORD_MISC_COMM_EXEC))
+			target = r.comm.pid;
+		cap->records[n++] = r;
+	}
+	cap->nr_records = n;
+	other = target + 1;
+	for (i = 0; i < n && have_sw && target; i++) {
+		struct pd_record r = cap->records[i];
+
+		if (r.type == PERF_RECORD_COMM && r.comm.pid == target) {
+			r.comm.pid = r.comm.tid = r.sample.pid = r.sample.tid = other;
+			r.comm.comm = "other";
+		} else if (r.type == PERF_RECORD_MMAP2 && r.mmap.pid == target) {
+			r.mmap.pid = r.mmap.tid = r.sample.pid = r.sample.tid = other;
+		} else {
+			continue;
+		}
+		if (capture__add_record(cap, &r))
+			goto bad;
+	}
+	if (!have_sw || !target)
+		goto bad;
+	sw.sample.cpu = cap->aux[0].cpu;
+	for (k = 1; k * len < size; k++) {
+		bool now = skip_target_copy(k), before = skip_target_copy(k - 1);
+
+		if (now != before &&
+		    add_switch(cap, &sw, pd_tsc_to_time(&cap->pt, first + k * step) - 1000,
+			       before ? target : other, now ? target : other))
+			goto bad;
+	}
+	if (set_trace(cap, big, size) || perfdata_write(data, cap))
+		goto bad;
+	{
+		char *all_argv[] = { (char *)ptbpf, "decode", data, "-j", "1", "-o", fxt,
+				     "--sysroot", symfs, NULL };
+		char *sel_argv[] = { (char *)ptbpf, "decode", data, "-j", "1", "-o", fxt,
+				     "--sysroot", symfs, "--pid", pidarg, NULL };
+		struct run ra = {}, rs = {};
+		double mb = size / 1e6;
+		int same;
+
+		snprintf(pidarg, sizeof(pidarg), "%u", target);
+		if (run(all_argv, &ra) || ra.status || run(sel_argv, &rs) || rs.status) {
+			printf("skip: ptbpf decode failed\n");
+			goto out;
+		}
+		snprintf(cmd, sizeof(cmd),
+			 "%s decode %s --sysroot %s --format calls -o %s && "
+			 "%s decode %s --sysroot %s --format calls --pid %u -o %s && "
+			 "grep '^%u/' %s | cmp -s - %s", ptbpf, data, symfs, all, ptbpf, data, symfs,
+			 target, sel, target, all, sel);
+		same = system(cmd);
+		printf("skip: %.1f MB of PT on one CPU, the target (pid %u) in %d of every %d "
+		       "time slices\n", mb, target, SKIP_TARGET, SKIP_PERIOD);
+		printf("  %-36s %8s %8s\n", "", "wall s", "cpu s");
+		printf("  %-36s %8.3f %8.3f\n", "ptbpf decode -j1 (everything)", ra.wall, ra.cpu);
+		printf("  %-36s %8.3f %8.3f\n", "ptbpf decode -j1 --pid TARGET", rs.wall, rs.cpu);
+		printf("  skip ratio: %.1f%% of the time of decoding everything (cpu), goal <= 10%%: "
+		       "%s; the target's calls and returns: %s\n", 100.0 * rs.cpu / ra.cpu,
+		       rs.cpu <= 0.1 * ra.cpu ? "met" : "not met",
+		       same ? "DIFFER" : "identical");
+	}
+	goto out;
+bad:
+	printf("skip: cannot prepare the input from %s\n", src);
+out:
+	if (!getenv("BENCH_KEEP"))
+		unlink(data);
+	unlink(fxt);
+	unlink(all);
+	unlink(sel);
+	pt_pkt_free_decoder(pd);
+	free(big);
+	capture__free(cap);
 }
 
 static void bench_hase(size_t want)
@@ -458,8 +660,10 @@ static void bench_mruby(size_t want)
 	}
 	measure("mruby (kAFL, dense branches, no timing)", data, NULL, big, size, runs, nr);
 out:
-	unlink(data);
-	unlink(elf);
+	if (!getenv("BENCH_KEEP")) {
+		unlink(data);
+		unlink(elf);
+	}
 	free(pt);
 	free(big);
 	capture__free(cap);
@@ -477,7 +681,11 @@ int main(void)
 		return 1;
 	}
 	snprintf(data_dir, sizeof(data_dir), "%s", data);
-	bench_hase(want);
-	bench_mruby(want);
+	if (!getenv("BENCH_ONLY") || strstr(getenv("BENCH_ONLY"), "skip"))
+		bench_skip(want);
+	if (!getenv("BENCH_ONLY") || strstr(getenv("BENCH_ONLY"), "hase"))
+		bench_hase(want);
+	if (!getenv("BENCH_ONLY") || strstr(getenv("BENCH_ONLY"), "mruby"))
+		bench_mruby(want);
 	return 0;
 }

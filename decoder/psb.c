@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The PSBs of a stream and their times: where a decode can start, and when.
+ *
+ * Skipping the stretches of a CPU's trace that no selected thread ran in (and starting
+ * a --window at the PSB before it, as perf's intel_pt_fast_forward does for --time)
+ * needs the PSBs without decoding what lies between them. The PSB's 16-byte pattern is
+ * found with memmem, at memory speed; each candidate is then read with libipt's packet
+ * decoder, which confirms it is a PSB and gives the TSC of its PSB+.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptd.h"
+
+/* Packets a PSB+ holds at most before PSBEND (PSB, TSC, TMA, CBR, MODE, PIP, VMCS, FUP...). */
+#define PSB_PLUS_PACKETS 32
+
+static const uint8_t psb_pattern[16] = {
+	0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+	0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+};
+
+struct pt_packet_decoder *ptd_pkt_open(const uint8_t *buf, size_t size,
+				       const struct pt_config *cfg_in)
+{
+	struct pt_config cfg = *cfg_in;
+
+	cfg.size = sizeof(cfg);
+	cfg.begin = (uint8_t *)buf;
+	cfg.end = (uint8_t *)buf + size;
+	return pt_pkt_alloc_decoder(&cfg);
+}
+
+/* The TSC in the PSB+ at `off` (0: none); -1 if `off` holds no PSB. */
+static int psb_time(struct pt_packet_decoder *pkt, uint64_t off, uint64_t *tsc)
+{
+	struct pt_packet p;
+	int i;
+
+	*tsc = 0;
+	if (pt_pkt_sync_set(pkt, off) < 0 || pt_pkt_next(pkt, &p, sizeof(p)) < 0 ||
+	    p.type != ppt_psb)
+		return -1;
+	for (i = 0; i < PSB_PLUS_PACKETS && pt_pkt_next(pkt, &p, sizeof(p)) >= 0; i++) {
+		if (p.type == ppt_tsc)
+			*tsc = p.payload.tsc.tsc;
+		if (p.type == ppt_psbend || p.type == ppt_psb)
+			break;
+	}
+	return 0;
+}
+
+/* The PSBs starting in [from, to), at most `max`; see ptd_psb_index(). */
+static int scan(const uint8_t *buf, size_t size, const struct pt_config *cfg,
+		const struct ptd_clock *clock, uint64_t from, uint64_t to, size_t max,
+		struct ptd_psb **out, size_t *nr)
+{
+	struct pt_packet_decoder *pkt;
+	struct ptd_psb *v = NULL, *nv;
+	size_t n = 0, cap = 0, off = from;
+	const uint8_t *hit;
+	int err = 0;
+
+	*out = NULL;
+	*nr = 0;
+	if (to > size)
+		to = size;
+	pkt = ptd_pkt_open(buf, size, cfg);
+	if (!pkt)
+		return -EINVAL;
+	/* a PSB that starts before `to` may end after it */
+	while (n < max && off < to &&
+	       (hit = memmem(buf + off, size - off, psb_pattern, sizeof(psb_pattern)))) {
+		uint64_t tsc;
+
+		off = (size_t)(hit - buf);
+		if (off >= to)
+			break;
+		if (psb_time(pkt, off, &tsc) < 0) {
+			off++;
+			continue;
+		}
+		if (n == cap) {
+			cap = cap ? cap * 2 : 16;
+			nv = realloc(v, cap * sizeof(*v));
+			if (!nv) {
+				err = -ENOMEM;
+				goto out;
+			}
+			v = nv;
+		}
+		v[n].offset = off;
+		v[n].time = tsc ? ptd_clock_ns(clock, tsc) : 0;
+		n++;
+		off += sizeof(psb_pattern);
+	}
+out:
+	pt_pkt_free_decoder(pkt);
+	if (err) {
+		free(v);
+		return err;
+	}
+	*out = v;
+	*nr = n;
+	return 0;
+}
+
+int ptd_psb_index(const uint8_t *buf, size_t size, const struct pt_config *cfg,
+		  const struct ptd_clock *clock, uint64_t from, uint64_t to, struct ptd_psb **out,
+		  size_t *nr)
+{
+	return scan(buf, size, cfg, clock, from, to, SIZE_MAX, out, nr);
+}
+
+int ptd_psb_next(const uint8_t *buf, size_t size, const struct pt_config *cfg,
+		 const struct ptd_clock *clock, uint64_t from, struct ptd_psb *psb)
+{
+	struct ptd_psb *v;
+	size_t n;
+	int err = scan(buf, size, cfg, clock, from, size, 1, &v, &n);
+
+	if (err)
+		return err;
+	if (n)
+		*psb = v[0];
+	free(v);
+	return n ? 0 : -ENOENT;
+}
