@@ -145,8 +145,12 @@ uint64_t ptd_clock_ns(const struct ptd_clock *c, uint64_t tsc)
 	uint64_t quot, rem;
 
 	if (!c->mult) {
-		if (c->ns_per_tick > 0 && c->ns_per_tick != 1.0)
-			return (uint64_t)((double)tsc * c->ns_per_tick);
+		if (c->ns_per_tick > 0 && c->ns_per_tick != 1.0) {
+			double ns = (double)tsc * c->ns_per_tick;
+
+			/* a TSC from the trace at a slow --tsc-hz: beyond 2^64 ns is undefined */
+			return ns < 18446744073709551616.0 ? (uint64_t)ns : UINT64_MAX;
+		}
 		return tsc;
 	}
 	if (c->short_cyc)

@@ -859,7 +859,8 @@ static void txt_print(struct fxt_writer *w)
 	char line[96];
 	uint32_t i, j, k;
 
-	qsort_r(w->txt, w->ntxt, sizeof(*w->txt), txt_cmp, w);
+	if (w->ntxt)	/* no threads: no table (qsort_r(NULL) is undefined) */
+		qsort_r(w->txt, w->ntxt, sizeof(*w->txt), txt_cmp, w);
 	for (i = 0; i < w->ntxt; i++) {
 		struct txt_thread *tt = &w->txt[i];
 		struct fxt_thr *t = &w->thrs[tt->thr];

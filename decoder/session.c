@@ -512,7 +512,8 @@ static int finish_extra(struct session *ss)
 	}
 	for (i = 0; i < ss->nr_extra; i++)
 		ss->extra[i].offset = i;
-	qsort(ss->extra, ss->nr_extra, sizeof(*ss->extra), cmp_extra);
+	if (ss->nr_extra)	/* none: no array (qsort(NULL) is undefined) */
+		qsort(ss->extra, ss->nr_extra, sizeof(*ss->extra), cmp_extra);
 	for (i = 0; i < ss->nr_extra; i++) {
 		struct ptd_event *ev = &ss->extra[i];
 		int as = ptd_aspace_find(&ss->im, ev->pid, ev->time);

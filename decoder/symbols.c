@@ -188,10 +188,12 @@ int symbols__load_kallsyms(struct symbols *sy, const char *path)
 		k->sym = (struct sym){ .name = n, .addr = addr };
 	}
 	fclose(f);
+	if (!sy->nr_ksyms)
+		return -ENODATA;	/* and no table to sort: qsort(NULL) is undefined */
 	qsort(sy->ksyms, sy->nr_ksyms, sizeof(*sy->ksyms), cmp_ksym);
 	for (i = 0; i + 1 < sy->nr_ksyms; i++)
 		sy->ksyms[i].sym.size = sy->ksyms[i + 1].addr - sy->ksyms[i].addr;
-	return sy->nr_ksyms ? 0 : -ENODATA;
+	return 0;
 }
 
 static const struct sym *find_ksym(const struct symbols *sy, uint64_t addr)

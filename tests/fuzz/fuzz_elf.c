@@ -6,6 +6,7 @@
  * name; then `ptbpf decode --raw-pt data/elf.pt --elf FILE` (a short trace from
  * 0x401000) and `--elf FILE:0xffffffffff600000` (a base where big segments wrap).
  */
+#include <elf.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,8 +26,15 @@ static void symbols(const char *path)
 	uint32_t nr, size, i;
 	bool pie;
 
-	if (!symtab__read_segments(path, &segs, &nr, &pie))
+	if (!symtab__read_segments(path, &segs, &nr, &pie)) {
+		uint64_t bias;
+
+		for (i = 0; i < nr && i < 16; i++)
+			symtab__segments_bias(segs, nr, 0x555555554000ull + segs[i].vaddr,
+					      segs[i].filesz, segs[i].offset,
+					      segs[i].flags & PF_X, &bias);
 		free(segs);
+	}
 	symtab__read_build_id(path, buf, sizeof(buf), &size);
 	if (symtab__load(path, &st))
 		return;
@@ -43,7 +51,7 @@ static void symbols(const char *path)
 			symtab__find_range(st, a, &start, &end);
 			symtab__addr_to_offset(st, a, &off);
 		}
-		symtab__load_bias(st, s->vaddr, s->offset, &bias);
+		symtab__load_bias(st, s->vaddr, s->filesz, s->offset, s->flags & PF_X, &bias);
 	}
 	for (i = 0; symtab__get(st, i) && i < 64; i++) {
 		const struct sym *sym = symtab__get(st, i);
