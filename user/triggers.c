@@ -825,6 +825,28 @@ static int configure(struct triggers *t, const struct capture_opts *o)
 	return 0;
 }
 
+/* Loading BPF needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN. */
+static bool lacks_bpf_privilege(void)
+{
+	return !privs_has_cap(CAP_SYS_ADMIN) &&
+	       (!privs_has_cap(CAP_BPF) || !privs_has_cap(CAP_PERFMON));
+}
+
+/* A missing privilege, said as such: not the verifier's verdict, not a kernel feature. */
+static void report_missing_privilege(void)
+{
+	char self[PATH_MAX] = "ptbpf";
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n > 0)
+		self[n] = '\0';
+	elog("cannot load the trigger BPF programs: %s lacks %s: run as root, or grant "
+	     "them: sudo setcap cap_bpf,cap_perfmon,cap_sys_ptrace+ep %s\n",
+	     getuid() ? "this user" : "this process",
+	     !privs_has_cap(CAP_BPF) && !privs_has_cap(CAP_PERFMON) ? "CAP_BPF and CAP_PERFMON" :
+	     !privs_has_cap(CAP_BPF) ? "CAP_BPF" : "CAP_PERFMON", self);
+}
+
 int triggers__new(const struct capture_opts *o, pid_t tgid, enum trigger_attach_mode mode,
 		  struct triggers **out)
 {
@@ -848,6 +870,12 @@ int triggers__new(const struct capture_opts *o, pid_t tgid, enum trigger_attach_
 	triggers__probe_features(&t->features);
 	t->tp_btf = t->features.tp_btf;
 	t->runq_btf = t->tp_btf && t->features.task_storage;
+	if (!t->features.ringbuf && lacks_bpf_privilege()) {
+		/* the feature probe failed on the privilege, not on the kernel */
+		report_missing_privilege();
+		err = -EPERM;
+		goto cleanup;
+	}
 	if (!t->features.ringbuf) {
 		elog("the triggers need the BPF ring buffer (Linux 5.8 or newer; this kernel has "
 		     "none)\n");
@@ -876,19 +904,8 @@ int triggers__new(const struct capture_opts *o, pid_t tgid, enum trigger_attach_
 	if (err)
 		goto cleanup;
 	err = trigger_bpf__load(t->skel);
-	if (err == -EPERM && !privs_has_cap(CAP_SYS_ADMIN) &&
-	    (!privs_has_cap(CAP_BPF) || !privs_has_cap(CAP_PERFMON))) {
-		char self[PATH_MAX] = "ptbpf";
-		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-
-		if (n > 0)
-			self[n] = '\0';
-		/* a missing privilege, not the verifier's verdict */
-		elog("cannot load the trigger BPF programs: %s lacks %s: run as root, or grant "
-		     "them: sudo setcap cap_bpf,cap_perfmon,cap_sys_ptrace+ep %s\n",
-		     getuid() ? "this user" : "this process",
-		     !privs_has_cap(CAP_BPF) && !privs_has_cap(CAP_PERFMON) ? "CAP_BPF and CAP_PERFMON" :
-		     !privs_has_cap(CAP_BPF) ? "CAP_BPF" : "CAP_PERFMON", self);
+	if (err == -EPERM && lacks_bpf_privilege()) {
+		report_missing_privilege();
 		goto cleanup;
 	}
 	if (err) {

@@ -11,6 +11,12 @@
 # Compared: the FXT (cmp) and --stats but for blocks (how libipt's shared block cache
 # cuts blocks depends on which thread filled it first) and the wall time.
 . "$(dirname "$0")/decode_common.inc"
+# Splitting one stream is off (decoder/decode.c, split_wanted()): some seams of
+# singlestep captures do not join exactly yet. PTBPF_DECODE_SPLIT=1 runs this anyway.
+if [ "${PTBPF_DECODE_SPLIT:-}" != 1 ]; then
+	echo "SKIP: splitting one CPU's stream across threads is disabled until every seam joins exactly (recurse with a uretprobe differs at -j 5, 2 KiB pieces)"
+	exit 77
+fi
 
 T=$BUILD/targets
 DR=$HWPT/dynamorio-drpt2trace
