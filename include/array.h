@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* decoder/-internal growable arrays. */
+/* Growable arrays. */
 #ifndef PTBPF_DECODER_ARRAY_H
 #define PTBPF_DECODER_ARRAY_H
 
