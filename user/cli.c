@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "cli.h"
 #include "log.h"
 #include "target.h"
@@ -203,7 +204,7 @@ int parse_duration(const char *s, uint64_t *ns)
 	v = strtoull(s, &end, 10);
 	if (errno)
 		return -EINVAL;
-	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(units); i++) {
 		if (strcmp(end, units[i].unit))
 			continue;
 		if (v > UINT64_MAX / units[i].mult)
@@ -414,7 +415,7 @@ static int choice_arg(struct argp_state *state, const char *opt, const char *arg
 }
 
 #define CHOICE(state, opt, arg, choices, out)                                                      \
-	choice_arg(state, opt, arg, choices, sizeof(choices) / sizeof(choices[0]), (int *)(out))
+	choice_arg(state, opt, arg, choices, ARRAY_SIZE(choices), (int *)(out))
 
 static const struct choice yes_no[] = { { "yes", 1 }, { "no", 0 } };
 static const struct choice backends[] = { { "pt", BACKEND_PT },

@@ -19,6 +19,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#include "array.h"
 #include "guardian.h"
 #include "log.h"
 #include "privs.h"
@@ -157,7 +158,7 @@ static int resolve_binary(const char *bin, char **out)
 		if (!access(buf, X_OK))
 			goto found;
 	}
-	for (i = 0; i < sizeof(lib_dirs) / sizeof(lib_dirs[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(lib_dirs); i++) {
 		snprintf(buf, sizeof(buf), "%s/%s", lib_dirs[i], bin);
 		if (!access(buf, R_OK))
 			goto found;
