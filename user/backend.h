@@ -51,6 +51,12 @@ enum run_result {
 struct backend_ops {
 	const char *name;	/* "pt", "singlestep" */
 	/*
+	 * check() calls between two polls of run_hooks.fds (signal, timer): 1 for a backend
+	 * that calls check() only when an fd is readable, more for one that calls it after
+	 * every step of the target.
+	 */
+	unsigned poll_every;
+	/*
 	 * Whether this host can run the backend; on false, `why` (if not NULL) gets a
 	 * one-line reason with the fix, as ptbpf doctor words it.
 	 */

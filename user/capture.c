@@ -32,12 +32,6 @@
 #include "target.h"
 #include "triggers.h"
 
-/*
- * The singlestep backend calls check() after every step: poll the signal and timer fds
- * only every so many. The pt backend calls it when an fd is readable: poll every time.
- */
-#define SS_POLL_EVERY 64
-
 struct capture_run {
 	const struct capture_opts *opts;
 	const struct backend_ops *ops;
@@ -555,7 +549,7 @@ int cmd_capture(struct capture_opts *opts)
 	run.ops = choose_backend(opts, notice, sizeof(notice));
 	if (check_backend_triggers(opts, run.ops))
 		return 2;
-	run.poll_every = run.ops == &ss_backend_ops ? SS_POLL_EVERY : 1;
+	run.poll_every = run.ops->poll_every ? run.ops->poll_every : 1;
 	/* A stepping tracer must outlive a SIGKILL of ptbpf: see user/guardian.h. */
 	if (run.ops == &ss_backend_ops) {
 		err = guardian_split();

@@ -942,6 +942,7 @@ static const char *pt_describe(struct backend *b)
 
 const struct backend_ops pt_backend_ops = {
 	.name = "pt",
+	.poll_every = 1,	/* check() runs when an fd is readable */
 	.usable = pt_usable,
 	.open = pt_open,
 	.trigger_mode = pt_trigger_mode,

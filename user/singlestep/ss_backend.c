@@ -1780,6 +1780,8 @@ static int ss_locate(struct backend *b, uint32_t tid, uint64_t ktime, uint32_t *
 
 const struct backend_ops ss_backend_ops = {
 	.name = "singlestep",
+	/* check() runs after every step: poll the signal and timer fds every 64 steps */
+	.poll_every = 64,
 	.usable = ss_usable,
 	.open = ss_open,
 	.start = ss_start,
