@@ -491,7 +491,7 @@ static int arm(struct capture_run *run)
 
 	err = run->ops->open(opts, run->target, &run->b);
 	if (err)
-		return err == -ENOMEM || err == -EIO ? 1 : 2;
+		return exit_status(err);
 	if (opts->nr_triggers) {
 		if (run->ops->trigger_mode)
 			mode = run->ops->trigger_mode(run->b);
@@ -501,7 +501,7 @@ static int arm(struct capture_run *run)
 		if (!err && mode == TRIGGER_ATTACH_GATE && run->ops->attach_gates)
 			err = run->ops->attach_gates(run->b, run->trig);
 		if (err)
-			return triggers__usage_error(err) ? 2 : 1;
+			return exit_status(err);
 	}
 	err = setup_fds(run);
 	if (err) {
@@ -570,7 +570,7 @@ int cmd_capture(struct capture_opts *opts)
 	err = opts->cmd ? target__spawn(opts->cmd, &run.target)
 			: target__attach_pid(opts->pid, &run.target);
 	if (err)
-		return err == -ENOMEM ? 1 : 2;
+		return exit_status(err);
 	guardian_protect();
 	err = output_plan__init(&run.plan, opts->output, opts->keep_capture,
 				opts->keep_capture_path, run.target->comm, run.target->pid,

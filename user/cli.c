@@ -266,6 +266,27 @@ const char *fmt_duration(uint64_t ns, char *buf, size_t size)
 /* Set once a parser has explained an error, so ARGP_KEY_ERROR does not add a second line. */
 static bool usage_reported;
 
+int exit_status(int err)
+{
+	switch (err) {
+	case 0:
+		return 0;
+	case -EINVAL:
+	case -ENOENT:
+	case -ENOEXEC:
+	case -ENODATA:
+	case -EOPNOTSUPP:
+	case -ESRCH:
+	case -EPERM:
+	case -EACCES:
+	case -ENAMETOOLONG:
+	case -ENODEV:
+		return 2;
+	default:
+		return 1;
+	}
+}
+
 int usage_error(struct argp_state *state, const char *fmt, ...)
 {
 	va_list ap;

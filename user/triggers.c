@@ -106,24 +106,6 @@ static int libbpf_print_fn(enum libbpf_print_level level, const char *fmt, va_li
 	return 0;
 }
 
-bool triggers__usage_error(int err)
-{
-	switch (err) {
-	case -EINVAL:
-	case -ENOENT:
-	case -ENOEXEC:
-	case -ENODATA:
-	case -EOPNOTSUPP:
-	case -ESRCH:
-	case -EPERM:
-	case -EACCES:
-	case -ENAMETOOLONG:
-		return true;
-	default:
-		return false;
-	}
-}
-
 static uint64_t mono_ns(void)
 {
 	struct timespec ts;
