@@ -437,7 +437,7 @@ const char *pd_record_type_name(uint32_t type)
 	return "unknown";
 }
 
-/* Both names of each trigger kind, indexed by enum trigger_kind. */
+/* Both names of each trigger kind, indexed by enum trigger_kind and enum pd_stop_kind. */
 static const struct {
 	const char *name;	/* JSON, capture summary, FXT marker */
 	const char *label;	/* decode --info */
@@ -448,9 +448,9 @@ static const struct {
 	[TRIGGER_SYSCALL_LATENCY] = { "syscall_latency", "syscall latency" },
 	[TRIGGER_KPROBE] = { "kprobe", "kprobe" },
 	[TRIGGER_TRACEPOINT] = { "tracepoint", "tracepoint" },
-	[TRIGGER_SIGNAL] = { "signal", "signal" },
-	[TRIGGER_EXIT] = { "exit", "target exit" },
-	[TRIGGER_DURATION] = { "duration", "duration" },
+	[PD_STOP_SIGNAL] = { "signal", "signal" },
+	[PD_STOP_EXIT] = { "exit", "target exit" },
+	[PD_STOP_DURATION] = { "duration", "duration" },
 	[TRIGGER_USDT] = { "usdt", "USDT probe" },
 };
 

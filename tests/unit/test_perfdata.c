@@ -611,9 +611,9 @@ static void test_trigger_kind_names(void **state)
 		{ TRIGGER_SYSCALL_LATENCY, "syscall_latency", "syscall latency" },
 		{ TRIGGER_KPROBE, "kprobe", "kprobe" },
 		{ TRIGGER_TRACEPOINT, "tracepoint", "tracepoint" },
-		{ TRIGGER_SIGNAL, "signal", "signal" },
-		{ TRIGGER_EXIT, "exit", "target exit" },
-		{ TRIGGER_DURATION, "duration", "duration" },
+		{ PD_STOP_SIGNAL, "signal", "signal" },
+		{ PD_STOP_EXIT, "exit", "target exit" },
+		{ PD_STOP_DURATION, "duration", "duration" },
 		{ TRIGGER_NONE, "none", "unknown" },
 		{ 1234, "none", "unknown" },
 	};
