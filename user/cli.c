@@ -353,7 +353,7 @@ int cli_parse(const struct argp *argp, int argc, char **argv, unsigned flags, vo
 
 	/* the command's own children (shared option groups) first: their child_inputs
 	 * indexes stay the command's */
-	for (c = argp->children; c && c->argp && n < sizeof(children) / sizeof(children[0]) - 2; c++)
+	for (c = argp->children; c && c->argp && n < ARRAY_SIZE(children) - 2; c++)
 		children[n++] = *c;
 	children[n] = (struct argp_child){ &std_argp, 0, NULL, 0 };
 	with_std.children = children;

@@ -45,6 +45,7 @@
 #include <json-c/json.h>
 #include <systemd/sd-daemon.h>
 
+#include "array.h"
 #include "backend.h"
 #include "commands.h"
 #include "config.h"
@@ -1655,7 +1656,7 @@ static void close_fds(struct daemon *d)
 	int *fds[] = { &d->epfd, &d->sfd, &d->tfd, &d->rfd, &d->ifd, &d->stats_fd };
 	unsigned i;
 
-	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(fds); i++)
 		if (*fds[i] >= 0)
 			close(*fds[i]);
 }
