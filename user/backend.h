@@ -4,7 +4,7 @@
  * (software PT from a ptraced target, user/singlestep/ss_backend.c). Both fill the same struct
  * capture (include/perfdata.h), written by the same perf.data writer.
  *
- * Life cycle, driven by user/capture.c:
+ * Life cycle, driven by user/capture_cmd.c:
  *   open(target stopped) -> [target released] -> run -> freeze -> snapshot -> resume -> run ...
  *   -> close (never leaves the target stopped, ptraced or probed).
  */

@@ -10,7 +10,7 @@
  * Backends: events-only rules are one trigger object each in this process, with the
  * rule's cooldown and hourly budget enforced in the kernel where the rule's match lets
  * the kernel filter (pid, or a uprobe on the matched binary); the capture rules
- * (singlestep, or pt on a PT host) run the capture command (user/capture.c) as a child
+ * (singlestep, or pt on a PT host) run the capture command (user/capture_cmd.c) as a child
  * on the rule's pid, which writes perf.data files into a work directory the daemon
  * watches, compresses and spools with a manifest. A rule this host cannot run (pt
  * without Intel PT, singlestep without a pid) is reported unavailable; its trigger is
