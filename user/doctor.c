@@ -492,7 +492,7 @@ static void privilege_not_feature(void)
 
 	if (privs_has_cap(CAP_SYS_ADMIN) || (privs_has_cap(CAP_BPF) && privs_has_cap(CAP_PERFMON)))
 		return;
-	for (i = 0; i < sizeof(bpf_checks) / sizeof(bpf_checks[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(bpf_checks); i++)
 		if (!checks[bpf_checks[i]].present)
 			set_fix(bpf_checks[i], "a missing privilege, not (as far as can be told) a "
 				"missing kernel feature: run as root, or grant CAP_BPF and CAP_PERFMON "

@@ -618,7 +618,7 @@ static bool have_bpf_atomics(void)
 	int fd;
 
 	fd = bpf_prog_load(BPF_PROG_TYPE_SOCKET_FILTER, NULL, "GPL", insns,
-			   sizeof(insns) / sizeof(insns[0]), NULL);
+			   ARRAY_SIZE(insns), NULL);
 	if (fd < 0)
 		return false;
 	close(fd);
@@ -764,7 +764,7 @@ int triggers__check_load(const struct trigger_features *f, char *desc, size_t si
 	if (!s)
 		return -errno;
 	disable_all(s);
-	for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]) && !err; k++)
+	for (k = 0; k < ARRAY_SIZE(kinds) && !err; k++)
 		err = select_trigger(s, kinds[k], 0, f->tp_btf, runq_btf, false);
 	if (!err)
 		err = trigger_bpf__load(s);
