@@ -74,7 +74,7 @@ ROOM_INC_perfdata := -Iperfdata
 # the upload layout and config
 ROOM_INC_user := -Iuser -Iuser/pt -Iuser/s3 -Iuser/daemon
 ROOM_INC_user/pt := -Iuser/pt -Iuser		# backend.h, target, privs, vdso
-ROOM_INC_user/singlestep := -Iuser/singlestep -Iuser
+ROOM_INC_user/singlestep := -Iuser/singlestep -Iuser -Iuser/pt	# the PMU format parser
 ROOM_INC_user/daemon := -Iuser/daemon -Iuser -Iuser/s3	# the uploader on the S3 client
 ROOM_INC_user/s3 := -Iuser/s3
 room_inc = $(ROOM_INC_$(patsubst %/,%,$(dir $(1))))

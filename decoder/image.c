@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "log.h"
 #include "ptd.h"
 #include "symtab.h"
@@ -130,15 +131,8 @@ static int as_new(struct ptd_images *im, uint32_t pid, uint64_t time)
 {
 	struct ptd_aspace *as;
 
-	if (im->nr_as == im->cap_as) {
-		uint32_t cap = im->cap_as ? im->cap_as * 2 : 16;
-		struct ptd_aspace *v = realloc(im->as, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		im->as = v;
-		im->cap_as = cap;
-	}
+	if (array_grow((void **)&im->as, &im->cap_as, im->nr_as + 1, sizeof(*im->as)))
+		return -ENOMEM;
 	as = &im->as[im->nr_as];
 	memset(as, 0, sizeof(*as));
 	as->pid = pid;
@@ -262,15 +256,8 @@ static int dso_get(struct ptd_images *im, const char *name, const uint8_t *build
 			continue;
 		return (int)i;
 	}
-	if (im->nr_dsos == im->cap_dsos) {
-		uint32_t cap = im->cap_dsos ? im->cap_dsos * 2 : 16;
-		struct ptd_dso *v = realloc(im->dsos, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		im->dsos = v;
-		im->cap_dsos = cap;
-	}
+	if (array_grow((void **)&im->dsos, &im->cap_dsos, im->nr_dsos + 1, sizeof(*im->dsos)))
+		return -ENOMEM;
 	d = &im->dsos[im->nr_dsos];
 	memset(d, 0, sizeof(*d));
 	d->name = strdup(name);

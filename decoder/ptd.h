@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * Internals of the PT decoder (decoder/decode.c, image.c, raw.c, symbols.c, output.c).
+ * Internals of the PT decoder (decoder/decode.c, image.c, raw.c, symbolizer.c, output.c).
  * Not a public header: libipt's types and its -pte_* error space stay behind it.
  *
  * Data flow:
@@ -9,7 +9,7 @@
  *             (struct ptd_event), chunked so several streams can decode in parallel;
  *             a merger hands the events to a sink in a deterministic order
  *   output.c  sinks: the call-stack builder (FXT / text), a perf-script-like call list
- *   symbols.c address -> function for the call-stack builder and for jump detection
+ *   symbolizer.c address -> function for the call-stack builder and for jump detection
  */
 #ifndef PTBPF_DECODER_PTD_H
 #define PTBPF_DECODER_PTD_H

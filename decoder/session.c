@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "log.h"
 #include "ptd.h"
 #include "symtab.h"
@@ -69,22 +70,6 @@ struct session {
 	struct ptd_range **ranges;	/* per queue: what to decode of it, NULL: all */
 	size_t *nr_ranges;
 };
-
-static int grow(void **v, size_t *cap, size_t nr, size_t elem)
-{
-	size_t n;
-	void *p;
-
-	if (nr < *cap)
-		return 0;
-	n = *cap ? *cap * 2 : 64;
-	p = realloc(*v, n * elem);
-	if (!p)
-		return -ENOMEM;
-	*v = p;
-	*cap = n;
-	return 0;
-}
 
 static uint64_t rec_time(const struct pd_record *r)
 {
@@ -148,7 +133,8 @@ static int add_extra(struct session *ss, enum ptd_kind kind, uint64_t time, uint
 {
 	struct ptd_event *ev;
 
-	if (grow((void **)&ss->extra, &ss->cap_extra, ss->nr_extra, sizeof(*ss->extra)))
+	if (array_grow_sz((void **)&ss->extra, &ss->cap_extra, ss->nr_extra + 1,
+			  sizeof(*ss->extra)))
 		return -ENOMEM;
 	ev = &ss->extra[ss->nr_extra++];
 	memset(ev, 0, sizeof(*ev));
@@ -171,13 +157,15 @@ static int add_sched(struct session *ss, uint32_t cpu, uint64_t time, uint32_t p
 		if (ss->scheds[i].cpu == cpu)
 			l = &ss->scheds[i];
 	if (!l) {
-		if (grow((void **)&ss->scheds, &ss->cap_scheds, ss->nr_scheds, sizeof(*l)))
+		if (array_grow_sz((void **)&ss->scheds, &ss->cap_scheds, ss->nr_scheds + 1,
+				  sizeof(*l)))
 			return -ENOMEM;
 		l = &ss->scheds[ss->nr_scheds++];
 		memset(l, 0, sizeof(*l));
 		l->cpu = cpu;
 	}
-	if (grow((void **)&l->v, &l->cap, l->nr, sizeof(*l->v)))
+	if (array_grow_sz((void **)&l->v, &l->cap, l->nr + 1,
+			  sizeof(*l->v)))
 		return -ENOMEM;
 	l->v[l->nr++] = (struct ptd_sched){ .time = time, .pid = pid, .tid = tid };
 	return 0;
@@ -193,7 +181,8 @@ static int note_tid(struct session *ss, uint32_t pid, uint32_t tid)
 			ss->tids[i].pid = pid;
 			return 0;
 		}
-	if (grow((void **)&ss->tids, &ss->cap_tids, ss->nr_tids, sizeof(*ss->tids)))
+	if (array_grow_sz((void **)&ss->tids, &ss->cap_tids, ss->nr_tids + 1,
+			  sizeof(*ss->tids)))
 		return -ENOMEM;
 	ss->tids[ss->nr_tids].tid = tid;
 	ss->tids[ss->nr_tids].name = -1;
@@ -225,7 +214,7 @@ static bool pid_selected(const struct session *ss, uint32_t pid)
 
 static int select_pid(struct session *ss, uint32_t pid)
 {
-	if (grow((void **)&ss->sel_pids, &ss->cap_sel_pids, ss->nr_sel_pids,
+	if (array_grow_sz((void **)&ss->sel_pids, &ss->cap_sel_pids, ss->nr_sel_pids + 1,
 		 sizeof(*ss->sel_pids)))
 		return -ENOMEM;
 	ss->sel_pids[ss->nr_sel_pids++] = pid;
@@ -368,7 +357,8 @@ static int on_comm(struct session *ss, const struct pd_record *r, uint64_t t)
 		if (err < 0)
 			return err;
 	}
-	if (grow((void **)&ss->names, &ss->cap_names, ss->nr_names, sizeof(*ss->names)))
+	if (array_grow_sz((void **)&ss->names, &ss->cap_names, ss->nr_names + 1,
+			  sizeof(*ss->names)))
 		return -ENOMEM;
 	ss->names[ss->nr_names] = r->comm.comm;
 	*name_of(ss, r->comm.tid) = (int32_t)ss->nr_names;
@@ -572,7 +562,8 @@ static int add_to_queue(struct session *ss, const struct pd_auxtrace *a, bool pe
 		}
 	}
 	if (!q) {
-		if (grow((void **)&ss->queues, &ss->cap_queues, ss->nr_queues, sizeof(*q)))
+		if (array_grow_sz((void **)&ss->queues, &ss->cap_queues, ss->nr_queues + 1,
+				  sizeof(*q)))
 			return -ENOMEM;
 		q = &ss->queues[ss->nr_queues++];
 		memset(q, 0, sizeof(*q));
@@ -692,7 +683,7 @@ static int add_range(struct plan *p, uint64_t begin, uint64_t end)
 		p->r[p->nr - 1].end = end;
 		return 0;
 	}
-	if (grow((void **)&p->r, &p->cap, p->nr, sizeof(*p->r)))
+	if (array_grow_sz((void **)&p->r, &p->cap, p->nr + 1, sizeof(*p->r)))
 		return -ENOMEM;
 	p->r[p->nr++] = (struct ptd_range){ begin, end };
 	return 0;
@@ -739,7 +730,7 @@ static int plan_ranges(struct session *ss, const struct queue *q, const struct s
 		}
 		if (err)
 			goto out;
-		if (grow((void **)&coarse, &cap, nc, sizeof(*coarse))) {
+		if (array_grow_sz((void **)&coarse, &cap, nc + 1, sizeof(*coarse))) {
 			err = -ENOMEM;
 			goto out;
 		}

@@ -25,6 +25,7 @@
 
 #include <libiberty/demangle.h>
 
+#include "array.h"
 #include "log.h"
 #include "symtab.h"
 
@@ -97,15 +98,8 @@ static int collect_add(struct symtab *st, struct collect *c, const char *name, c
 	struct raw_sym *r;
 	int err;
 
-	if (c->nr == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 256;
-		struct raw_sym *v = realloc(c->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		c->v = v;
-		c->cap = cap;
-	}
+	if (array_grow_sz((void **)&c->v, &c->cap, c->nr + 1, sizeof(*c->v)))
+		return -ENOMEM;
 	r = &c->v[c->nr];
 	err = arena_add(st, name, suffix, &r->name_off);
 	if (err)
@@ -1017,7 +1011,7 @@ static unsigned edit_distance(const char *a, const char *b, unsigned limit)
 	size_t la = strlen(a), lb = strlen(b), i, j;
 	unsigned row[128], best;
 
-	if (lb >= sizeof(row) / sizeof(row[0]) || la >= 1024)
+	if (lb >= ARRAY_SIZE(row) || la >= 1024)
 		return limit + 1;
 	if ((la > lb ? la - lb : lb - la) > limit)
 		return limit + 1;

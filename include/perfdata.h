@@ -86,9 +86,20 @@ enum {
 	PD_RECORD_TIME_CONV = 79,	/* pd_record.time_conv */
 };
 
+/*
+ * What a capture's trigger record holds when no BPF trigger stopped the session: kinds
+ * after those of enum trigger_kind (include/trigger.h), with the values captures on disk
+ * already have.
+ */
+enum pd_stop_kind {
+	PD_STOP_SIGNAL = 7,		/* Ctrl-C / SIGTERM */
+	PD_STOP_EXIT = 8,		/* the target exited */
+	PD_STOP_DURATION = 9,		/* --duration elapsed with --snapshot-on-exit */
+};
+
 /* The trigger that froze the rings (see include/trigger.h for the kinds). */
 struct pd_trigger {
-	uint32_t kind;			/* enum trigger_kind */
+	uint32_t kind;			/* enum trigger_kind or enum pd_stop_kind */
 	uint32_t index;			/* the trigger's position on the command line, from 0 */
 	uint32_t cpu, pid, tid;
 	uint64_t time;			/* perf clock ns, when known (0 otherwise) */

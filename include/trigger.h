@@ -25,9 +25,7 @@ enum trigger_kind {
 	TRIGGER_SYSCALL_LATENCY = 4,	/* --syscall-latency-over */
 	TRIGGER_KPROBE = 5,		/* --kprobe */
 	TRIGGER_TRACEPOINT = 6,		/* --tracepoint */
-	TRIGGER_SIGNAL = 7,		/* no trigger: Ctrl-C / SIGTERM (made by the loader) */
-	TRIGGER_EXIT = 8,		/* no trigger: the target exited (made by the loader) */
-	TRIGGER_DURATION = 9,		/* --duration elapsed with --snapshot-on-exit (loader) */
+	/* 7 to 9: a capture's own ends, enum pd_stop_kind (include/perfdata.h) */
 	TRIGGER_USDT = 10,		/* --usdt: a USDT probe (sys/sdt.h) was hit */
 };
 

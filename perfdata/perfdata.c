@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "perfdata.h"
 #include "perfdata_int.h"
 #include "trigger.h"
@@ -174,28 +175,6 @@ char *capture__strdup(struct capture *cap, const char *s)
 	return p;
 }
 
-/* Grow *arr (of *cap_nr entries of `elem` bytes) to hold at least `need` entries. */
-static int pd_grow(void **arr, size_t *cap_nr, size_t need, size_t elem)
-{
-	size_t n = *cap_nr ? *cap_nr : 16;
-	void *p;
-
-	if (need <= *cap_nr)
-		return 0;
-	while (n < need) {
-		if (n > SIZE_MAX / 2 / elem)
-			return -ENOMEM;
-		n *= 2;
-	}
-	p = realloc(*arr, n * elem);
-	if (!p)
-		return -ENOMEM;
-	memset((char *)p + *cap_nr * elem, 0, (n - *cap_nr) * elem);
-	*arr = p;
-	*cap_nr = n;
-	return 0;
-}
-
 int capture__add_attr(struct capture *cap, const struct perf_event_attr *attr,
 		      const uint64_t *ids, uint32_t nr_ids, const char *name)
 {
@@ -244,7 +223,7 @@ int capture__add_record(struct capture *cap, const struct pd_record *rec)
 	if (!cap || !cap->priv || !rec)
 		return -EINVAL;
 	priv = cap->priv;
-	err = pd_grow((void **)&cap->records, &priv->records_cap, cap->nr_records + 1,
+	err = array_grow_sz((void **)&cap->records, &priv->records_cap, cap->nr_records + 1,
 		      sizeof(*cap->records));
 	if (err)
 		return err;
@@ -288,7 +267,7 @@ int capture__add_aux(struct capture *cap, const struct pd_auxtrace *aux, const v
 			return -ENOMEM;
 		memcpy(copy, data, aux->size);
 	}
-	err = pd_grow((void **)&cap->aux, &priv->aux_cap, cap->nr_aux + 1, sizeof(*cap->aux));
+	err = array_grow_sz((void **)&cap->aux, &priv->aux_cap, cap->nr_aux + 1, sizeof(*cap->aux));
 	if (err)
 		return err;
 	a = &cap->aux[cap->nr_aux++];
@@ -321,7 +300,7 @@ int capture__add_build_id(struct capture *cap, const struct pd_build_id *bid)
 	if (!cap || !cap->priv || !bid || bid->size > sizeof(bid->id))
 		return -EINVAL;
 	priv = cap->priv;
-	err = pd_grow((void **)&cap->build_ids, &priv->build_ids_cap, cap->nr_build_ids + 1,
+	err = array_grow_sz((void **)&cap->build_ids, &priv->build_ids_cap, cap->nr_build_ids + 1,
 		      sizeof(*cap->build_ids));
 	if (err)
 		return err;
@@ -453,12 +432,12 @@ const char *pd_record_type_name(uint32_t type)
 
 	if (type == PD_RECORD_PTBPF_TRIGGER)
 		return "TRIGGER";
-	if (type < sizeof(names) / sizeof(names[0]) && names[type])
+	if (type < ARRAY_SIZE(names) && names[type])
 		return names[type];
 	return "unknown";
 }
 
-/* Both names of each trigger kind, indexed by enum trigger_kind. */
+/* Both names of each trigger kind, indexed by enum trigger_kind and enum pd_stop_kind. */
 static const struct {
 	const char *name;	/* JSON, capture summary, FXT marker */
 	const char *label;	/* decode --info */
@@ -469,22 +448,22 @@ static const struct {
 	[TRIGGER_SYSCALL_LATENCY] = { "syscall_latency", "syscall latency" },
 	[TRIGGER_KPROBE] = { "kprobe", "kprobe" },
 	[TRIGGER_TRACEPOINT] = { "tracepoint", "tracepoint" },
-	[TRIGGER_SIGNAL] = { "signal", "signal" },
-	[TRIGGER_EXIT] = { "exit", "target exit" },
-	[TRIGGER_DURATION] = { "duration", "duration" },
+	[PD_STOP_SIGNAL] = { "signal", "signal" },
+	[PD_STOP_EXIT] = { "exit", "target exit" },
+	[PD_STOP_DURATION] = { "duration", "duration" },
 	[TRIGGER_USDT] = { "usdt", "USDT probe" },
 };
 
 const char *trigger_kind_name(uint32_t kind)
 {
-	if (kind < sizeof(trigger_kinds) / sizeof(trigger_kinds[0]) && trigger_kinds[kind].name)
+	if (kind < ARRAY_SIZE(trigger_kinds) && trigger_kinds[kind].name)
 		return trigger_kinds[kind].name;
 	return "none";
 }
 
 const char *trigger_kind_label(uint32_t kind)
 {
-	if (kind < sizeof(trigger_kinds) / sizeof(trigger_kinds[0]) && trigger_kinds[kind].label)
+	if (kind < ARRAY_SIZE(trigger_kinds) && trigger_kinds[kind].label)
 		return trigger_kinds[kind].label;
 	return "unknown";
 }
@@ -525,7 +504,7 @@ const char *pd_feature_name(unsigned int feat)
 		[PD_FEAT_PMU_CAPS] = "pmu_caps",
 	};
 
-	if (feat < sizeof(names) / sizeof(names[0]))
+	if (feat < ARRAY_SIZE(names))
 		return names[feat];
 	return NULL;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "array.h"
 #include "perfdata.h"
 #include "perfdata_int.h"
 
@@ -28,7 +29,7 @@ static void print_pt_config(FILE *out, uint64_t config)
 	uint64_t known = 0;
 	size_t i;
 
-	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(f); i++) {
 		uint64_t mask = ((2ULL << (f[i].hi - f[i].lo)) - 1) << f[i].lo;
 		uint64_t v = (config & mask) >> f[i].lo;
 
@@ -61,7 +62,7 @@ static void print_sample_type(FILE *out, uint64_t st)
 	uint64_t rest = st;
 	size_t i;
 
-	for (i = 0; i < sizeof(b) / sizeof(b[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(b); i++) {
 		if (!(st & b[i].bit))
 			continue;
 		fprintf(out, "%s%s", sep, b[i].name);
@@ -194,7 +195,7 @@ static void print_records(const struct capture *cap, FILE *out)
 	for (i = 0; i < cap->nr_records; i++) {
 		const struct pd_record *r = &cap->records[i];
 
-		if (r->type < sizeof(counts) / sizeof(counts[0]))
+		if (r->type < ARRAY_SIZE(counts))
 			counts[r->type]++;
 		if (r->type == PD_RECORD_PTBPF_TRIGGER)
 			triggers++;
@@ -206,7 +207,7 @@ static void print_records(const struct capture *cap, FILE *out)
 		}
 	}
 	fprintf(out, "records:   ");
-	for (i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(counts); i++)
 		if (counts[i])
 			fprintf(out, " %" PRIu64 " %s", counts[i], pd_record_type_name(i));
 	if (triggers)

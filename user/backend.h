@@ -4,7 +4,7 @@
  * (software PT from a ptraced target, user/singlestep/ss_backend.c). Both fill the same struct
  * capture (include/perfdata.h), written by the same perf.data writer.
  *
- * Life cycle, driven by user/capture.c:
+ * Life cycle, driven by user/capture_cmd.c:
  *   open(target stopped) -> [target released] -> run -> freeze -> snapshot -> resume -> run ...
  *   -> close (never leaves the target stopped, ptraced or probed).
  */
@@ -50,6 +50,12 @@ enum run_result {
 
 struct backend_ops {
 	const char *name;	/* "pt", "singlestep" */
+	/*
+	 * check() calls between two polls of run_hooks.fds (signal, timer): 1 for a backend
+	 * that calls check() only when an fd is readable, more for one that calls it after
+	 * every step of the target.
+	 */
+	unsigned poll_every;
 	/*
 	 * Whether this host can run the backend; on false, `why` (if not NULL) gets a
 	 * one-line reason with the fix, as ptbpf doctor words it.

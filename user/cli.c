@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "cli.h"
 #include "log.h"
 #include "target.h"
@@ -203,7 +204,7 @@ int parse_duration(const char *s, uint64_t *ns)
 	v = strtoull(s, &end, 10);
 	if (errno)
 		return -EINVAL;
-	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(units); i++) {
 		if (strcmp(end, units[i].unit))
 			continue;
 		if (v > UINT64_MAX / units[i].mult)
@@ -264,6 +265,27 @@ const char *fmt_duration(uint64_t ns, char *buf, size_t size)
 
 /* Set once a parser has explained an error, so ARGP_KEY_ERROR does not add a second line. */
 static bool usage_reported;
+
+int exit_status(int err)
+{
+	switch (err) {
+	case 0:
+		return 0;
+	case -EINVAL:
+	case -ENOENT:
+	case -ENOEXEC:
+	case -ENODATA:
+	case -EOPNOTSUPP:
+	case -ESRCH:
+	case -EPERM:
+	case -EACCES:
+	case -ENAMETOOLONG:
+	case -ENODEV:
+		return 2;
+	default:
+		return 1;
+	}
+}
 
 int usage_error(struct argp_state *state, const char *fmt, ...)
 {
@@ -331,7 +353,7 @@ int cli_parse(const struct argp *argp, int argc, char **argv, unsigned flags, vo
 
 	/* the command's own children (shared option groups) first: their child_inputs
 	 * indexes stay the command's */
-	for (c = argp->children; c && c->argp && n < sizeof(children) / sizeof(children[0]) - 2; c++)
+	for (c = argp->children; c && c->argp && n < ARRAY_SIZE(children) - 2; c++)
 		children[n++] = *c;
 	children[n] = (struct argp_child){ &std_argp, 0, NULL, 0 };
 	with_std.children = children;
@@ -414,7 +436,7 @@ static int choice_arg(struct argp_state *state, const char *opt, const char *arg
 }
 
 #define CHOICE(state, opt, arg, choices, out)                                                      \
-	choice_arg(state, opt, arg, choices, sizeof(choices) / sizeof(choices[0]), (int *)(out))
+	choice_arg(state, opt, arg, choices, ARRAY_SIZE(choices), (int *)(out))
 
 static const struct choice yes_no[] = { { "yes", 1 }, { "no", 0 } };
 static const struct choice backends[] = { { "pt", BACKEND_PT },

@@ -111,6 +111,14 @@ int cli_parse(const struct argp *argp, int argc, char **argv, unsigned flags, vo
 int usage_error(struct argp_state *state, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/*
+ * The one errno -> exit status rule of every command: 0 for 0; 2 when the user's input
+ * or what the host lacks is at fault (an invalid value, a file, symbol or process not
+ * found, no permission, a feature or device the host does not have); 1 when the job
+ * itself failed (no memory, I/O...).
+ */
+int exit_status(int err);
+
 /* "10ms", "200us", "5s", "100ns": a unit is required. Returns 0 or -EINVAL. */
 int parse_duration(const char *s, uint64_t *ns);
 /* "4M", "512K", "1G", "4096": bytes. Returns 0 or -EINVAL. */

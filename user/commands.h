@@ -8,7 +8,7 @@
 
 #include "cli.h"
 
-int cmd_capture(struct capture_opts *opts);	/* user/capture.c */
+int cmd_capture(struct capture_opts *opts);	/* user/capture_cmd.c */
 int cmd_dry_run(struct capture_opts *opts);	/* user/dryrun.c */
 int cmd_decode(int argc, char **argv);		/* user/decode_cmd.c */
 /* `ptbpf decode --info FILE`: summary of a capture (user/decode_info.c). */

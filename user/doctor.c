@@ -22,6 +22,7 @@
 #include <bpf/libbpf.h>
 #include <json-c/json.h>
 
+#include "array.h"
 #include "commands.h"
 #include "kconfig.h"
 #include "log.h"
@@ -283,7 +284,7 @@ static void check_intel_pt(void)
 	set(CHK_INTEL_PT, true, "%s (type %u)", pt_pmu__dir(facts.pmu), pt_pmu__type(facts.pmu));
 
 	caps[0] = '\0';
-	for (i = 0; i < sizeof(shown) / sizeof(shown[0]) && len < sizeof(caps); i++) {
+	for (i = 0; i < ARRAY_SIZE(shown) && len < sizeof(caps); i++) {
 		bool bitmap = i >= 5;	/* mtc_periods and after: bitmaps of allowed values */
 
 		if (pt_pmu__cap(facts.pmu, shown[i], &v))
@@ -491,7 +492,7 @@ static void privilege_not_feature(void)
 
 	if (privs_has_cap(CAP_SYS_ADMIN) || (privs_has_cap(CAP_BPF) && privs_has_cap(CAP_PERFMON)))
 		return;
-	for (i = 0; i < sizeof(bpf_checks) / sizeof(bpf_checks[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(bpf_checks); i++)
 		if (!checks[bpf_checks[i]].present)
 			set_fix(bpf_checks[i], "a missing privilege, not (as far as can be told) a "
 				"missing kernel feature: run as root, or grant CAP_BPF and CAP_PERFMON "
@@ -749,7 +750,7 @@ static void check_privileges(void)
 		set_why(CHK_PARANOID, false, why);
 	}
 
-	for (i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(caps); i++) {
 		bool has = privs_has_cap(caps[i].cap);
 
 		set(caps[i].id, has, "%s effective: %s", has ? "is" : "not", caps[i].what);
@@ -897,7 +898,7 @@ static int print_json(int status)
 	caps = NULL;
 	if (facts.pmu) {
 		caps = json_object_new_object();
-		for (i = 0; i < sizeof(cap_names) / sizeof(cap_names[0]); i++)
+		for (i = 0; i < ARRAY_SIZE(cap_names); i++)
 			json_object_object_add(caps, cap_names[i],
 					       pt_pmu__cap(facts.pmu, cap_names[i], &v) ? NULL :
 					       json_object_new_int64(v));

@@ -182,7 +182,7 @@ int cmd_dry_run(struct capture_opts *opts)
 	if (!err)
 		err = triggers__attach(d.trig);
 	if (err) {
-		ret = triggers__usage_error(err) ? 2 : 1;
+		ret = exit_status(err);
 		goto cleanup;
 	}
 	if (!triggers__count(d.trig))

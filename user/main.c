@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "cli.h"
 #include "commands.h"
 #include "log.h"
@@ -28,7 +29,7 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, BUFSIZ);
 	if (argc > 1) {
-		for (i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++) {
+		for (i = 0; i < ARRAY_SIZE(subcommands); i++) {
 			if (strcmp(argv[1], subcommands[i].name))
 				continue;
 			/* argp names itself after argv[0]: "ptbpf doctor". */

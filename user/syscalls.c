@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "array.h"
 #include "syscalls.h"
 
 static const struct {
@@ -12,7 +13,7 @@ static const struct {
 #include "syscall_names.h"
 };
 
-#define NR_SYSCALLS (sizeof(syscall_table) / sizeof(syscall_table[0]))
+#define NR_SYSCALLS (ARRAY_SIZE(syscall_table))
 
 int syscall_nr(const char *name)
 {

@@ -19,6 +19,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#include "array.h"
 #include "guardian.h"
 #include "log.h"
 #include "privs.h"
@@ -105,24 +106,6 @@ static int libbpf_print_fn(enum libbpf_print_level level, const char *fmt, va_li
 	return 0;
 }
 
-bool triggers__usage_error(int err)
-{
-	switch (err) {
-	case -EINVAL:
-	case -ENOENT:
-	case -ENOEXEC:
-	case -ENODATA:
-	case -EOPNOTSUPP:
-	case -ESRCH:
-	case -EPERM:
-	case -EACCES:
-	case -ENAMETOOLONG:
-		return true;
-	default:
-		return false;
-	}
-}
-
 static uint64_t mono_ns(void)
 {
 	struct timespec ts;
@@ -157,7 +140,7 @@ static int resolve_binary(const char *bin, char **out)
 		if (!access(buf, X_OK))
 			goto found;
 	}
-	for (i = 0; i < sizeof(lib_dirs) / sizeof(lib_dirs[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(lib_dirs); i++) {
 		snprintf(buf, sizeof(buf), "%s/%s", lib_dirs[i], bin);
 		if (!access(buf, R_OK))
 			goto found;
@@ -635,7 +618,7 @@ static bool have_bpf_atomics(void)
 	int fd;
 
 	fd = bpf_prog_load(BPF_PROG_TYPE_SOCKET_FILTER, NULL, "GPL", insns,
-			   sizeof(insns) / sizeof(insns[0]), NULL);
+			   ARRAY_SIZE(insns), NULL);
 	if (fd < 0)
 		return false;
 	close(fd);
@@ -781,7 +764,7 @@ int triggers__check_load(const struct trigger_features *f, char *desc, size_t si
 	if (!s)
 		return -errno;
 	disable_all(s);
-	for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]) && !err; k++)
+	for (k = 0; k < ARRAY_SIZE(kinds) && !err; k++)
 		err = select_trigger(s, kinds[k], 0, f->tp_btf, runq_btf, false);
 	if (!err)
 		err = trigger_bpf__load(s);

@@ -34,8 +34,8 @@
  *
  * Errors: every function returns 0 (or a count) or -errno, and triggers__new() and
  * triggers__attach*() have already printed one line saying what is wrong and how to fix
- * it. triggers__usage_error(err) tells whether it was the user's input or the host (the
- * caller exits 2) rather than a failure of the job (exit 1).
+ * it. exit_status(err) (user/cli.h) tells whether it was the user's input or the host
+ * (exit 2) rather than a failure of the job (exit 1).
  */
 #ifndef PTBPF_TRIGGERS_H
 #define PTBPF_TRIGGERS_H
@@ -188,8 +188,5 @@ void triggers__print_stats(const struct triggers *t);
 
 /* Detach, unload, remove our tracefs probes. NULL-safe. */
 void triggers__free(struct triggers *t);
-
-/* Whether `err` from this module is the user's input or the host's (exit 2), not the job's. */
-bool triggers__usage_error(int err);
 
 #endif /* PTBPF_TRIGGERS_H */

@@ -17,7 +17,7 @@ out=$("$PTBPF" --backend pt -- /bin/true 2>&1)
 rc=$?
 if grep -q "not implemented yet" <<<"$out"; then
 	echo "$out"
-	echo "SKIP: the capture path (user/capture.c) does not run backends yet;" \
+	echo "SKIP: the capture path (user/capture_cmd.c) does not run backends yet;" \
 	     "test_pt_backend checks open()'s message and status directly"
 	exit 77
 fi

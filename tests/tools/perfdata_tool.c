@@ -44,6 +44,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "perfdata.h"
 #include "symtab.h"
 #include "trigger.h"
@@ -63,7 +64,7 @@ static const struct step {
 	{ SYSCALL, NULL, NULL },
 };
 
-#define NSTEPS (sizeof(steps) / sizeof(steps[0]))
+#define NSTEPS (ARRAY_SIZE(steps))
 
 /* Fixed identities of the synthesized run. */
 #define PID 4242

@@ -22,6 +22,7 @@
 #include <intel-pt.h>
 #include <sys/stat.h>
 
+#include "array.h"
 #include "perfdata.h"
 #include "ptdecode.h"
 
@@ -216,7 +217,7 @@ static void read_events(void)
 
 	assert_non_null(f);
 	nr_evs = 0;
-	while (fgets(line, sizeof(line), f) && nr_evs < (int)(sizeof(evs) / sizeof(evs[0]))) {
+	while (fgets(line, sizeof(line), f) && nr_evs < (int)(ARRAY_SIZE(evs))) {
 		struct ev *e = &evs[nr_evs];
 
 		e->name[0] = '\0';

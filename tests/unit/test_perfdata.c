@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "array.h"
 #include "perfdata.h"
 #include "symtab.h"
 #include "trigger.h"
@@ -610,15 +611,15 @@ static void test_trigger_kind_names(void **state)
 		{ TRIGGER_SYSCALL_LATENCY, "syscall_latency", "syscall latency" },
 		{ TRIGGER_KPROBE, "kprobe", "kprobe" },
 		{ TRIGGER_TRACEPOINT, "tracepoint", "tracepoint" },
-		{ TRIGGER_SIGNAL, "signal", "signal" },
-		{ TRIGGER_EXIT, "exit", "target exit" },
-		{ TRIGGER_DURATION, "duration", "duration" },
+		{ PD_STOP_SIGNAL, "signal", "signal" },
+		{ PD_STOP_EXIT, "exit", "target exit" },
+		{ PD_STOP_DURATION, "duration", "duration" },
 		{ TRIGGER_NONE, "none", "unknown" },
 		{ 1234, "none", "unknown" },
 	};
 	size_t i;
 
-	for (i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(k); i++) {
 		assert_string_equal(trigger_kind_name(k[i].kind), k[i].name);
 		assert_string_equal(trigger_kind_label(k[i].kind), k[i].label);
 	}
@@ -1243,7 +1244,7 @@ static void test_corrupt_files(void **state)
 	uint8_t *good = written_full(path, sizeof(path), &size);
 
 	snprintf(bad, sizeof(bad), "%s", tmp_path("bad.data"));
-	for (i = 0; i < sizeof(corruptions) / sizeof(corruptions[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(corruptions); i++) {
 		uint8_t *b = malloc(size);
 		size_t s = size;
 

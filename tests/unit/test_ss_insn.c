@@ -9,6 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "array.h"
 #include "ss_insn.h"
 
 struct want {
@@ -57,7 +58,7 @@ static void test_table(void **state)
 	size_t i;
 
 	assert_int_equal(ss_dis__new(&d), 0);
-	for (i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(table); i++) {
 		const struct want *w = &table[i];
 
 		assert_int_equal(ss_dis__decode(d, w->bytes, sizeof(w->bytes), 0x401000, &insn), 0);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * decoder/symbols.c: names for addresses of a process's mappings, on this test binary
+ * decoder/symbolizer.c: names for addresses of a process's mappings, on this test binary
  * mapped where it runs: plain and C++ names (demangled), PLT entries, the function
  * start used for jump detection, "binary+0xVADDR" for code without symbols, a stripped
  * copy whose names come from its separate debug file found by build-id, kallsyms.

@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "array.h"
 #include "symtab.h"
 
 /* Symbols this file defines so the table can be checked against the running code. */
@@ -444,7 +445,7 @@ static void test_demangle(void **state)
 	};
 	size_t i;
 
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
 		char *dm = symtab__demangle(cases[i].mangled);
 
 		assert_non_null(dm);

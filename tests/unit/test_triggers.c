@@ -72,9 +72,11 @@ static void test_kind_names(void **state)
 	assert_string_equal(trigger_kind_name(TRIGGER_KPROBE), "kprobe");
 	assert_string_equal(trigger_kind_name(TRIGGER_TRACEPOINT), "tracepoint");
 	assert_string_equal(trigger_kind_name(1234), "none");
-	assert_true(triggers__usage_error(-ENOENT));
-	assert_true(triggers__usage_error(-EOPNOTSUPP));
-	assert_false(triggers__usage_error(-ENOMEM));
+	assert_int_equal(exit_status(0), 0);
+	assert_int_equal(exit_status(-ENOENT), 2);
+	assert_int_equal(exit_status(-EOPNOTSUPP), 2);
+	assert_int_equal(exit_status(-ENODEV), 2);
+	assert_int_equal(exit_status(-ENOMEM), 1);
 }
 
 static void test_syscall_table(void **state)
@@ -151,7 +153,7 @@ static void test_kprobe_loads(void **state)
 	err = triggers__attach(t);
 	if (access("/sys/bus/event_source/devices/kprobe", F_OK)) {
 		assert_int_equal(err, -EOPNOTSUPP);
-		assert_true(triggers__usage_error(err));
+		assert_int_equal(exit_status(err), 2);
 	} else {
 		assert_int_equal(err, 0);
 	}

@@ -10,7 +10,7 @@
  * Backends: events-only rules are one trigger object each in this process, with the
  * rule's cooldown and hourly budget enforced in the kernel where the rule's match lets
  * the kernel filter (pid, or a uprobe on the matched binary); the capture rules
- * (singlestep, or pt on a PT host) run the capture command (user/capture.c) as a child
+ * (singlestep, or pt on a PT host) run the capture command (user/capture_cmd.c) as a child
  * on the rule's pid, which writes perf.data files into a work directory the daemon
  * watches, compresses and spools with a manifest. A rule this host cannot run (pt
  * without Intel PT, singlestep without a pid) is reported unavailable; its trigger is
@@ -45,6 +45,7 @@
 #include <json-c/json.h>
 #include <systemd/sd-daemon.h>
 
+#include "array.h"
 #include "backend.h"
 #include "commands.h"
 #include "config.h"
@@ -1655,7 +1656,7 @@ static void close_fds(struct daemon *d)
 	int *fds[] = { &d->epfd, &d->sfd, &d->tfd, &d->rfd, &d->ifd, &d->stats_fd };
 	unsigned i;
 
-	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(fds); i++)
 		if (*fds[i] >= 0)
 			close(*fds[i]);
 }

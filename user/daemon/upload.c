@@ -21,6 +21,7 @@
 #include <json-c/json.h>
 #include <openssl/evp.h>
 
+#include "array.h"
 #include "log.h"
 #include "s3.h"
 #include "upload.h"
@@ -51,7 +52,7 @@ static const char *const cause_names[NR_CAUSES] = {
 };
 
 static const double seconds_buckets[] = { 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300 };
-#define NR_BUCKETS (sizeof(seconds_buckets) / sizeof(seconds_buckets[0]))
+#define NR_BUCKETS (ARRAY_SIZE(seconds_buckets))
 
 struct upload_item {
 	struct upload_item *next;

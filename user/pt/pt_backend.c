@@ -31,6 +31,7 @@
 #include <unistd.h>
 #include <linux/perf_event.h>
 
+#include "array.h"
 #include "aux_ring.h"
 #include "backend.h"
 #include "data_ring.h"
@@ -695,15 +696,8 @@ static int collect(void *ctx, const struct perf_event_header *h)
 
 	if (pd_record_parse(h, h->size, PT_SAMPLE_TYPE, true, &r))
 		return 0;	/* samples and types ptbpf does not keep */
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 4096;
-		void *p = realloc(l->items, cap * sizeof(*l->items));
-
-		if (!p)
-			return -ENOMEM;
-		l->items = p;
-		l->cap = cap;
-	}
+	if (array_grow_sz((void **)&l->items, &l->cap, l->n + 1, sizeof(*l->items)))
+		return -ENOMEM;
 	l->items[l->n] = (struct sb_item){ .time = r.sample.time, .seq = l->n, .raw = h };
 	l->n++;
 	return 0;
@@ -948,6 +942,7 @@ static const char *pt_describe(struct backend *b)
 
 const struct backend_ops pt_backend_ops = {
 	.name = "pt",
+	.poll_every = 1,	/* check() runs when an fd is readable */
 	.usable = pt_usable,
 	.open = pt_open,
 	.trigger_mode = pt_trigger_mode,

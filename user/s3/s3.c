@@ -17,6 +17,7 @@
 #include <curl/curl.h>
 #include <openssl/evp.h>
 
+#include "array.h"
 #include "log.h"
 #include "s3.h"
 
@@ -268,7 +269,7 @@ static char *xml_next(const char *xml, const char *tag, const char **pos)
 		size_t i;
 
 		if (*p == '&') {
-			for (i = 0; i < sizeof(ents) / sizeof(ents[0]); i++) {
+			for (i = 0; i < ARRAY_SIZE(ents); i++) {
 				size_t l = strlen(ents[i].ent);
 
 				if (p + l <= end && !strncmp(p, ents[i].ent, l)) {

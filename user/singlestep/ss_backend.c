@@ -39,11 +39,13 @@
 #include <dirent.h>
 #include <linux/prctl.h>
 
+#include "array.h"
 #include "aux_ring.h"
 #include "backend.h"
 #include "log.h"
 #include "privs.h"
 #include "proc_synth.h"
+#include "pt_pmu.h"
 #include "ss_enc.h"
 #include "ss_insn.h"
 #include "ss_mm.h"
@@ -1550,11 +1552,67 @@ static int ss_freeze(struct backend *b)
 	return err;
 }
 
+/*
+ * The PMU the encoder stands for, described as the kernel's intel_pt/format/ files
+ * describe a real one, and read with the pt backend's parser: the capture's attr.config
+ * and the bits the decoder reads back from it then follow one description.
+ */
+static const struct {
+	const char *name, *format;
+} ss_pt_format[] = {
+	{ "pt", "config:0" },		{ "cyc", "config:1" },
+	{ "mtc", "config:9" },		{ "tsc", "config:10" },
+	{ "noretcomp", "config:11" },	{ "branch", "config:13" },
+	{ "mtc_period", "config:14-17" }, { "psb_period", "config:24-27" },
+};
+
+/* The field format/NAME of the encoder's PMU. */
+static struct pt_format_field ss_pt_field(const char *name)
+{
+	struct pt_format_field f = { 0 };
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(ss_pt_format); i++)
+		if (!strcmp(ss_pt_format[i].name, name) && !pt_format_parse(ss_pt_format[i].format, &f))
+			break;
+	return f;	/* the table is ours: every name above parses */
+}
+
+/* Put `value` into format/NAME of config; -ERANGE when it does not fit the field. */
+static int ss_pt_set(const char *name, uint64_t value, uint64_t config[3])
+{
+	struct pt_format_field f = ss_pt_field(name);
+
+	return pt_format_set(&f, value, config);
+}
+
+/* attr.config of the PT event: pt, branch, tsc; mtc with its period; psb_period... */
+static int ss_pt_config(const struct backend *b, uint64_t *out)
+{
+	uint64_t config[3] = { 0 }, psb_log2 = 0;
+	int err;
+
+	while ((1ull << (psb_log2 + 1)) <= b->enc_cfg.psb_period)
+		psb_log2++;
+	err = ss_pt_set("pt", 1, config) ?: ss_pt_set("branch", 1, config) ?:
+	      ss_pt_set("tsc", 1, config);
+	if (!err && b->enc_cfg.mtc)
+		err = ss_pt_set("mtc", 1, config) ?: ss_pt_set("mtc_period", b->enc_cfg.mtc_freq, config);
+	if (!err && psb_log2 >= 11)
+		err = ss_pt_set("psb_period", psb_log2 - 11, config);
+	if (!err && !b->enc_cfg.retcomp)
+		err = ss_pt_set("noretcomp", 1, config);
+	if (!err && b->enc_cfg.cyc)
+		err = ss_pt_set("cyc", 1, config);
+	*out = config[0];
+	return err;
+}
+
 static int add_attrs(struct backend *b, struct capture *cap)
 {
 	struct perf_event_attr pt = { .size = sizeof(pt) }, sb;
 	uint64_t *ids = calloc(2 * b->nr_cpus, sizeof(*ids));
-	uint64_t psb_log2 = 0;
+	uint64_t config;
 	int c, err;
 
 	if (!ids)
@@ -1563,19 +1621,14 @@ static int add_attrs(struct backend *b, struct capture *cap)
 		ids[c] = SS_ID_PT(c);
 		ids[b->nr_cpus + c] = SS_ID_SB(c);
 	}
-	while ((1ull << (psb_log2 + 1)) <= b->enc_cfg.psb_period)
-		psb_log2++;
 	pt.type = SS_PMU_TYPE;
-	/* pt, branch, tsc; mtc with its period; psb_period; noretcomp (intel_pt format/). */
-	pt.config = 1ull << 0 | 1ull << 13 | 1ull << 10;
-	if (b->enc_cfg.mtc)
-		pt.config |= 1ull << 9 | (uint64_t)b->enc_cfg.mtc_freq << 14;
-	if (psb_log2 >= 11)
-		pt.config |= (psb_log2 - 11) << 24;
-	if (!b->enc_cfg.retcomp)
-		pt.config |= 1ull << 11;
-	if (b->enc_cfg.cyc)
-		pt.config |= 1ull << 1;
+	err = ss_pt_config(b, &config);
+	pt.config = config;
+	if (err) {
+		elog("singlestep: the PT config does not fit its format: %s\n", strerror(-err));
+		free(ids);
+		return err;
+	}
 	pt.sample_period = 1;
 	pt.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
 			 PERF_SAMPLE_IDENTIFIER;
@@ -1651,16 +1704,16 @@ static int ss_snapshot(struct backend *b, struct capture *cap)
 		.time_mult = 1,
 		.time_zero = 0,
 		.cap_user_time_zero = 1,
-		.tsc_bit = 1ull << 10,
-		.noretcomp_bit = 1ull << 11,
+		.tsc_bit = ss_pt_field("tsc").mask,
+		.noretcomp_bit = ss_pt_field("noretcomp").mask,
 		.have_sched_switch = 3,
 		.snapshot_mode = 1,
 		.per_cpu_mmaps = 1,
-		.mtc_bit = 1ull << 9,
-		.mtc_freq_bits = 0xfull << 14,
+		.mtc_bit = ss_pt_field("mtc").mask,
+		.mtc_freq_bits = ss_pt_field("mtc_period").mask,
 		.tsc_ctc_ratio_n = b->enc_cfg.ctc_ebx,
 		.tsc_ctc_ratio_d = b->enc_cfg.ctc_eax,
-		.cyc_bit = 1ull << 1,
+		.cyc_bit = ss_pt_field("cyc").mask,
 		.max_non_turbo_ratio = b->enc_cfg.cbr,
 		.present = true,
 	};
@@ -1780,6 +1833,8 @@ static int ss_locate(struct backend *b, uint32_t tid, uint64_t ktime, uint32_t *
 
 const struct backend_ops ss_backend_ops = {
 	.name = "singlestep",
+	/* check() runs after every step: poll the signal and timer fds every 64 steps */
+	.poll_every = 64,
 	.usable = ss_usable,
 	.open = ss_open,
 	.start = ss_start,

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <capstone/capstone.h>
 
+#include "array.h"
 #include "log.h"
 #include "ss_insn.h"
 
@@ -140,5 +141,5 @@ const char *ss_insn_class_str(enum ss_insn_class cls)
 		[SS_INSN_FAR] = "far",		   [SS_INSN_INVALID] = "invalid",
 	};
 
-	return (unsigned)cls < sizeof(names) / sizeof(names[0]) ? names[cls] : "?";
+	return (unsigned)cls < ARRAY_SIZE(names) ? names[cls] : "?";
 }

@@ -10,6 +10,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "log.h"
 #include "perfdata.h"
 #include "proc_synth.h"
@@ -171,15 +172,8 @@ static int add_map(struct ss_mm *mm, const struct pd_record *r, int fd)
 {
 	struct ss_map *m;
 
-	if (mm->nr_maps == mm->cap_maps) {
-		size_t cap = mm->cap_maps ? mm->cap_maps * 2 : 16;
-
-		m = realloc(mm->maps, cap * sizeof(*m));
-		if (!m)
-			return -ENOMEM;
-		mm->maps = m;
-		mm->cap_maps = cap;
-	}
+	if (array_grow_sz((void **)&mm->maps, &mm->cap_maps, mm->nr_maps + 1, sizeof(*mm->maps)))
+		return -ENOMEM;
 	m = &mm->maps[mm->nr_maps];
 	*m = (struct ss_map){
 		.start = r->mmap.addr,
@@ -325,17 +319,10 @@ int ss_mm__fork(const struct ss_mm *parent, pid_t child, int id, struct ss_mm **
 	for (i = 0; !err && i < parent->nr_pages; i++) {
 		struct ss_page *pg;
 
-		if (mm->nr_pages == mm->cap_pages) {
-			size_t cap = mm->cap_pages ? mm->cap_pages * 2 : 8;
-
-			pg = realloc(mm->pages, cap * sizeof(*pg));
-			if (!pg) {
-				err = -ENOMEM;
-				break;
-			}
-			mm->pages = pg;
-			mm->cap_pages = cap;
-		}
+		err = array_grow_sz((void **)&mm->pages, &mm->cap_pages, mm->nr_pages + 1,
+				    sizeof(*mm->pages));
+		if (err)
+			break;
 		pg = &mm->pages[mm->nr_pages];
 		pg->addr = parent->pages[i].addr;
 		pg->bytes = malloc(PAGE);
@@ -416,16 +403,10 @@ static int page_keep(struct ss_mm *mm, uint64_t addr, bool from_memory, struct s
 	} else {
 		memset(bytes, 0xcc, PAGE);
 	}
-	if (mm->nr_pages == mm->cap_pages) {
-		size_t cap = mm->cap_pages ? mm->cap_pages * 2 : 8;
-
-		pg = realloc(mm->pages, cap * sizeof(*pg));
-		if (!pg) {
-			free(bytes);
-			return -ENOMEM;
-		}
-		mm->pages = pg;
-		mm->cap_pages = cap;
+	if (array_grow_sz((void **)&mm->pages, &mm->cap_pages, mm->nr_pages + 1,
+			  sizeof(*mm->pages))) {
+		free(bytes);
+		return -ENOMEM;
 	}
 	pg = &mm->pages[mm->nr_pages++];
 	pg->addr = addr;

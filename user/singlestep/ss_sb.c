@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "ss_sb.h"
 
 struct ss_sb {
@@ -51,15 +52,8 @@ int ss_sb__add(struct ss_sb *sb, struct pd_record *rec, uint32_t pid, uint32_t t
 	struct pd_record *r;
 	char **s;
 
-	if (sb->nr == sb->cap) {
-		size_t cap = sb->cap ? sb->cap * 2 : 256;
-
-		r = realloc(sb->recs, cap * sizeof(*r));
-		if (!r)
-			return -ENOMEM;
-		sb->recs = r;
-		sb->cap = cap;
-	}
+	if (array_grow_sz((void **)&sb->recs, &sb->cap, sb->nr + 1, sizeof(*sb->recs)))
+		return -ENOMEM;
 	r = &sb->recs[sb->nr];
 	*r = *rec;
 	r->sample = (struct pd_sample_id){

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <intel-pt.h>
 
+#include "array.h"
 #include "log.h"
 #include "ss_mm.h"
 #include "ss_verify.h"
@@ -69,15 +70,8 @@ int ss_verify__log(struct ss_verify *v, int cpu, uint64_t ip, int mm_id)
 {
 	struct vlog *l = &v->cpus[cpu];
 
-	if (l->nr == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 4096;
-		struct vlog_ent *e = realloc(l->ents, cap * sizeof(*e));
-
-		if (!e)
-			return -ENOMEM;
-		l->ents = e;
-		l->cap = cap;
-	}
+	if (array_grow_sz((void **)&l->ents, &l->cap, l->nr + 1, sizeof(*l->ents)))
+		return -ENOMEM;
 	l->ents[l->nr++] = (struct vlog_ent){ .ip = ip, .mm_id = mm_id };
 	return 0;
 }

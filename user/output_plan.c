@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "log.h"
 #include "output.h"
 
@@ -18,7 +19,7 @@ static size_t stem_len(const char *path, const char **ext)
 {
 	size_t len = strlen(path), i;
 
-	for (i = 0; i < sizeof(known_exts) / sizeof(known_exts[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(known_exts); i++) {
 		size_t el = strlen(known_exts[i]);
 
 		if (len > el && !strcmp(path + len - el, known_exts[i])) {

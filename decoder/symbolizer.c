@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "array.h"
 #include "log.h"
 #include "ptd.h"
 #include "symtab.h"
@@ -248,7 +249,7 @@ static struct symtab *load_debug_file(struct symbols *sy, const uint8_t *id, uin
 	}
 	dirs[nr_dirs++] = "/usr/lib/debug";
 	for (i = 0; i < nr_dirs; i++) {
-		for (j = 0; j < sizeof(suffixes) / sizeof(suffixes[0]); j++) {
+		for (j = 0; j < ARRAY_SIZE(suffixes); j++) {
 			struct symtab *st;
 
 			snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s%s", dirs[i], hex,

@@ -32,11 +32,14 @@
 #include "target.h"
 #include "triggers.h"
 
-/*
- * The singlestep backend calls check() after every step: poll the signal and timer fds
- * only every so many. The pt backend calls it when an fd is readable: poll every time.
- */
-#define SS_POLL_EVERY 64
+/* Why the backend's run() returned. */
+enum stop_reason {
+	STOP_NONE,		/* still running */
+	STOP_TRIGGER,		/* a BPF trigger fired: capture_run.fire */
+	STOP_SIGNAL,		/* Ctrl-C / SIGTERM */
+	STOP_EXIT,		/* the target exited */
+	STOP_DURATION,		/* --duration elapsed */
+};
 
 struct capture_run {
 	const struct capture_opts *opts;
@@ -50,8 +53,8 @@ struct capture_run {
 	int sfd, tfd;
 	uint64_t checks;
 	unsigned poll_every;		/* check() calls between polls of the fds above */
-	enum trigger_kind reason;	/* why run() stopped, TRIGGER_NONE while running */
-	int signo;			/* reason TRIGGER_SIGNAL: which */
+	enum stop_reason reason;	/* why run() stopped, STOP_NONE while running */
+	int signo;			/* reason STOP_SIGNAL: which */
 	struct trigger_rec fire;	/* reason is a BPF trigger: its first fire */
 	bool discard_fires;		/* between snapshots: fires of untraced time */
 	unsigned snapshots;		/* written so far */
@@ -61,10 +64,10 @@ static int on_fire(void *ctx, const struct trigger_rec *r)
 {
 	struct capture_run *run = ctx;
 
-	if (run->discard_fires || run->reason != TRIGGER_NONE)
+	if (run->discard_fires || run->reason != STOP_NONE)
 		return 0;
 	run->fire = *r;
-	run->reason = r->kind;
+	run->reason = STOP_TRIGGER;
 	return 0;
 }
 
@@ -80,7 +83,7 @@ static int check(void *ctx)
 		err = triggers__consume(run->trig, on_fire, run);
 		if (err < 0)
 			return err;
-		if (run->reason != TRIGGER_NONE)
+		if (run->reason != STOP_NONE)
 			return 1;
 	}
 	if (run->checks++ % run->poll_every)
@@ -95,10 +98,10 @@ static int check(void *ctx)
 
 		if (read(run->sfd, &si, sizeof(si)) == sizeof(si))
 			run->signo = si.ssi_signo;
-		run->reason = TRIGGER_SIGNAL;
+		run->reason = STOP_SIGNAL;
 		return 1;
 	}
-	run->reason = TRIGGER_DURATION;
+	run->reason = STOP_DURATION;
 	return 1;
 }
 
@@ -200,24 +203,27 @@ static int add_trigger_record(struct capture *cap, const struct capture_run *run
 	const struct target *t = run->target;
 	char desc[160], end[64];
 
-	tr->kind = run->reason;
 	tr->pid = t->pid;
 	tr->tid = t->pid;
 	switch (run->reason) {
-	case TRIGGER_SIGNAL:
+	case STOP_SIGNAL:
+		tr->kind = PD_STOP_SIGNAL;
 		snprintf(desc, sizeof(desc), "signal: %s", strsignal(run->signo ?: SIGINT));
 		break;
-	case TRIGGER_EXIT:
+	case STOP_EXIT:
 		/* a kill is not an exit: the summary and the trace say which it was */
+		tr->kind = PD_STOP_EXIT;
 		snprintf(desc, sizeof(desc), "exit: %s %s", t->comm,
 			 target_end(run->target, end, sizeof(end)));
 		break;
-	case TRIGGER_DURATION:
+	case STOP_DURATION:
+		tr->kind = PD_STOP_DURATION;
 		snprintf(desc, sizeof(desc), "duration");
 		break;
 	default:
 		snprintf(desc, sizeof(desc), "%s", triggers__describe(run->trig, run->fire.index) ?:
-			 trigger_kind_name(run->reason));
+			 trigger_kind_name(run->fire.kind));
+		tr->kind = run->fire.kind;
 		tr->index = run->fire.index;
 		tr->cpu = run->fire.cpu;
 		tr->pid = run->fire.pid;
@@ -300,7 +306,7 @@ static void print_trigger(const struct capture_run *run, const struct capture *c
 	if (!tr)
 		return;
 	fprintf(stderr, "  trigger   %s\n", tr->desc ? tr->desc : trigger_kind_name(tr->kind));
-	if (tr->kind == TRIGGER_SIGNAL || tr->kind == TRIGGER_EXIT || tr->kind == TRIGGER_DURATION)
+	if (tr->kind == PD_STOP_SIGNAL || tr->kind == PD_STOP_EXIT || tr->kind == PD_STOP_DURATION)
 		return;
 	fprintf(stderr, "            fired in thread %u (pid %u) on cpu %u", tr->tid, tr->pid, tr->cpu);
 	if (tr->ip)
@@ -461,7 +467,7 @@ static void finish_command(struct capture_run *run)
 		t->exit_status = status;
 		return;
 	}
-	if (!run->snapshots || run->reason == TRIGGER_SIGNAL || run->reason == TRIGGER_DURATION ||
+	if (!run->snapshots || run->reason == STOP_SIGNAL || run->reason == STOP_DURATION ||
 	    t->pidfd < 0 || run->sfd < 0 || guardian_gone()) {
 		elog("%s (pid %d) runs on, untraced\n", t->comm, t->pid);
 		return;
@@ -497,7 +503,7 @@ static int arm(struct capture_run *run)
 
 	err = run->ops->open(opts, run->target, &run->b);
 	if (err)
-		return err == -ENOMEM || err == -EIO ? 1 : 2;
+		return exit_status(err);
 	if (opts->nr_triggers) {
 		if (run->ops->trigger_mode)
 			mode = run->ops->trigger_mode(run->b);
@@ -507,7 +513,7 @@ static int arm(struct capture_run *run)
 		if (!err && mode == TRIGGER_ATTACH_GATE && run->ops->attach_gates)
 			err = run->ops->attach_gates(run->b, run->trig);
 		if (err)
-			return triggers__usage_error(err) ? 2 : 1;
+			return exit_status(err);
 	}
 	err = setup_fds(run);
 	if (err) {
@@ -555,7 +561,7 @@ int cmd_capture(struct capture_opts *opts)
 	run.ops = choose_backend(opts, notice, sizeof(notice));
 	if (check_backend_triggers(opts, run.ops))
 		return 2;
-	run.poll_every = run.ops == &ss_backend_ops ? SS_POLL_EVERY : 1;
+	run.poll_every = run.ops->poll_every ? run.ops->poll_every : 1;
 	/* A stepping tracer must outlive a SIGKILL of ptbpf: see user/guardian.h. */
 	if (run.ops == &ss_backend_ops) {
 		err = guardian_split();
@@ -576,7 +582,7 @@ int cmd_capture(struct capture_opts *opts)
 	err = opts->cmd ? target__spawn(opts->cmd, &run.target)
 			: target__attach_pid(opts->pid, &run.target);
 	if (err)
-		return err == -ENOMEM ? 1 : 2;
+		return exit_status(err);
 	guardian_protect();
 	err = output_plan__init(&run.plan, opts->output, opts->keep_capture,
 				opts->keep_capture_path, run.target->comm, run.target->pid,
@@ -597,7 +603,7 @@ int cmd_capture(struct capture_opts *opts)
 	while (run.snapshots < opts->max_snapshots) {
 		bool snapshot;
 
-		run.reason = TRIGGER_NONE;
+		run.reason = STOP_NONE;
 		err = run.ops->run(run.b, &hooks);
 		if (err < 0) {
 			elog("the %s backend failed: %s\n", run.ops->name, strerror(-err));
@@ -605,18 +611,18 @@ int cmd_capture(struct capture_opts *opts)
 		}
 		if (err == RUN_TARGET_EXITED) {
 			/* A fire from the target's last moments still names the snapshot. */
-			if (run.reason == TRIGGER_NONE || run.reason == TRIGGER_DURATION ||
-			    run.reason == TRIGGER_SIGNAL)
+			if (run.reason == STOP_NONE || run.reason == STOP_DURATION ||
+			    run.reason == STOP_SIGNAL)
 				check(&run);
-			if (run.reason == TRIGGER_NONE || run.reason == TRIGGER_DURATION ||
-			    run.reason == TRIGGER_SIGNAL)
-				run.reason = TRIGGER_EXIT;
+			if (run.reason == STOP_NONE || run.reason == STOP_DURATION ||
+			    run.reason == STOP_SIGNAL)
+				run.reason = STOP_EXIT;
 		}
 		/* BPF fires always snapshot; the session's end only when asked to. */
 		switch (run.reason) {
-		case TRIGGER_EXIT:
-		case TRIGGER_SIGNAL:
-		case TRIGGER_DURATION:
+		case STOP_EXIT:
+		case STOP_SIGNAL:
+		case STOP_DURATION:
 			/* ptbpf was killed: let the target go at once, nothing more */
 			snapshot = final_snapshot && !guardian_gone();
 			break;
@@ -629,8 +635,8 @@ int cmd_capture(struct capture_opts *opts)
 			if (err)
 				goto cleanup;
 		}
-		if (run.reason == TRIGGER_EXIT || run.reason == TRIGGER_SIGNAL ||
-		    run.reason == TRIGGER_DURATION || run.snapshots >= opts->max_snapshots)
+		if (run.reason == STOP_EXIT || run.reason == STOP_SIGNAL ||
+		    run.reason == STOP_DURATION || run.snapshots >= opts->max_snapshots)
 			break;
 		/* Fires while the rings were frozen describe untraced time: drop them. */
 		run.discard_fires = true;
@@ -651,15 +657,15 @@ int cmd_capture(struct capture_opts *opts)
 	release_target(&run);
 	if (!run.snapshots) {
 		switch (run.reason) {
-		case TRIGGER_EXIT:
+		case STOP_EXIT:
 			elog("no snapshot: %s %s before the trigger fired\n", run.target->comm,
 			     target_end(run.target, end, sizeof(end)));
 			break;
-		case TRIGGER_SIGNAL:
+		case STOP_SIGNAL:
 			elog("no snapshot: stopped by %s before the trigger fired (--snapshot-on-exit "
 			     "takes one anyway)\n", strsignal(run.signo ?: SIGINT));
 			break;
-		case TRIGGER_DURATION:
+		case STOP_DURATION:
 			elog("no snapshot: the trigger did not fire within --duration "
 			     "(--snapshot-on-exit takes one anyway)\n");
 			break;
