@@ -12,49 +12,15 @@
 
 #include "fuzz_common.h"
 #include "fxt.h"
+#include "../tools/utf8_check.h"
 
 #define MAX_STRINGS 64
-
-/* Strict UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing above U+10FFFF. */
-static bool utf8_valid(const unsigned char *s, size_t n)
-{
-	size_t i = 0;
-
-	while (i < n) {
-		unsigned c = s[i], len, cp, k;
-
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		if (c >= 0xc2 && c <= 0xdf)
-			len = 2, cp = c & 0x1f;
-		else if (c >= 0xe0 && c <= 0xef)
-			len = 3, cp = c & 0x0f;
-		else if (c >= 0xf0 && c <= 0xf4)
-			len = 4, cp = c & 0x07;
-		else
-			return false;
-		if (i + len > n)
-			return false;
-		for (k = 1; k < len; k++) {
-			if ((s[i + k] & 0xc0) != 0x80)
-				return false;
-			cp = cp << 6 | (s[i + k] & 0x3f);
-		}
-		if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-		    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-			return false;
-		i += len;
-	}
-	return true;
-}
 
 static void check(const char *s)
 {
 	size_t n = strlen(s);
 
-	if (n > FXT_MAX_NAME_LEN || !utf8_valid((const unsigned char *)s, n))
+	if (n > FXT_MAX_NAME_LEN || utf8_invalid_at((const uint8_t *)s, n) >= 0)
 		abort();
 }
 

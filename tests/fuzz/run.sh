@@ -27,6 +27,27 @@ seeds_of() {
 	esac
 }
 
+# libFuzzer writes a "slow-unit-*" for an input that took over 10 s of wall time, which a
+# loaded machine reaches with inputs that cost a tenth of a second. What the rule bounds
+# is work: replay each one alone and keep it as a failure only if it needs over
+# SLOW_UNIT_CPU_S seconds of CPU (this sanitizer build decodes ~30x slower than -O2, so
+# 10 s here is ~0.3 s of the real CLI on a 64 KiB input, the largest the runs make).
+SLOW_UNIT_CPU_S=${SLOW_UNIT_CPU_S:-10}
+recheck_slow_units() {
+	local bin=$1 dir=$2 unit cpu
+	for unit in "$dir"/slow-unit-*; do
+		[ -e "$unit" ] || continue
+		/usr/bin/time -f '%U %S' -o "$dir/.cpu" "$bin" "$unit" >/dev/null 2>&1
+		cpu=$(awk 'END { print $1 + $2 }' "$dir/.cpu")
+		rm -f "$dir/.cpu"
+		if awk -v c="$cpu" -v l="$SLOW_UNIT_CPU_S" 'BEGIN { exit !(c <= l) }'; then
+			mkdir -p "$FUZZ_OUT/slow-under-load"
+			mv "$unit" "$FUZZ_OUT/slow-under-load/"
+			echo "    $(basename "$unit"): slow only under load (${cpu} s CPU alone), kept in $FUZZ_OUT/slow-under-load"
+		fi
+	done
+}
+
 failed=0
 printf '%-16s %10s %8s %7s %7s %6s %s\n' harness execs exec/s cov ft corpus crashes
 for bin in "$FUZZ_OUT"/fuzz_*; do
@@ -45,6 +66,7 @@ for bin in "$FUZZ_OUT"/fuzz_*; do
 	last=$(grep -E '^#[0-9]+' "$log" | tail -1)
 	cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")
 	ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")
+	recheck_slow_units "$bin" "$crashes"
 	found=$(find "$crashes" -type f | wc -l)
 	printf '%-16s %10s %8s %7s %7s %6s %s\n' "$name" "${execs:-?}" "${rate:-?}" "${cov:-?}" \
 		"${ft:-?}" "$(find "$work" -type f | wc -l)" "$found"

@@ -41,6 +41,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "utf8_check.h"
+
 #define FXT_MAGIC 0x0016547846040010ULL
 #define FXT_MAGIC_SWAPPED 0x1000044678541600ULL
 #define NS_PER_SEC 1000000000ULL
@@ -331,43 +333,6 @@ static int word(struct checker *ck, struct cur *c, const char *what, uint64_t *o
 	memcpy(out, ck->data + c->pos, 8);
 	c->pos += 8;
 	return 0;
-}
-
-/* Strict UTF-8 (no overlong forms, no surrogates, at most U+10FFFF): where it breaks, or -1. */
-static long utf8_invalid_at(const uint8_t *s, size_t n)
-{
-	size_t i = 0;
-
-	while (i < n) {
-		uint8_t c = s[i];
-		size_t len, k;
-		uint32_t cp;
-
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		if (c >= 0xc2 && c <= 0xdf)
-			len = 2, cp = c & 0x1f;
-		else if (c >= 0xe0 && c <= 0xef)
-			len = 3, cp = c & 0x0f;
-		else if (c >= 0xf0 && c <= 0xf4)
-			len = 4, cp = c & 0x07;
-		else
-			return (long)i;
-		if (i + len > n)
-			return (long)i;
-		for (k = 1; k < len; k++) {
-			if ((s[i + k] & 0xc0) != 0x80)
-				return (long)i;
-			cp = cp << 6 | (s[i + k] & 0x3f);
-		}
-		if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-		    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-			return (long)i;
-		i += len;
-	}
-	return -1;
 }
 
 /* A stream of `len` bytes padded to words; *out (interned) when it is text. */
@@ -1594,7 +1559,8 @@ static void print_summary(struct checker *ck, FILE *f)
 	size_t i, nthreads_listed = ck->nthreads;
 	const struct koid_name *k;
 
-	qsort(ck->counts, ck->ncounts, sizeof(*ck->counts), cmp_count);
+	if (ck->ncounts)
+		qsort(ck->counts, ck->ncounts, sizeof(*ck->counts), cmp_count);
 	fprintf(f, "fxtcheck: %s: %s%s\n", ck->source, ck->n_errors ? "INVALID" : "VALID",
 		ck->strict ? " (strict)" : "");
 	fprintf(f, "size: %zu bytes%s, records: %ld\n", ck->len,
@@ -1735,6 +1701,35 @@ out:
 	return 0;
 }
 
+/* Everything the checker allocated (the interned strings stay: they live as long as the
+ * process), so that a leak checker run over the tests sees none. */
+static void checker_free(struct checker *ck)
+{
+	size_t i;
+
+	for (i = 0; i < ck->nproviders; i++)
+		free(ck->providers[i]);
+	for (i = 0; i < ck->nthreads; i++) {
+		free(ck->threads[i].stack);
+		free(ck->threads[i].frames);
+	}
+	free(ck->threads);
+	free(ck->thread_names);
+	free(ck->process_names);
+	free(ck->counts);
+	free(ck->instants);
+	free(ck->instant_list);
+	free(ck->asyncs);
+	free(ck->flows);
+	free(ck->koid_warned);
+	for (i = 0; i < ck->nerr_kept; i++)
+		free(ck->errors[i]);
+	for (i = 0; i < ck->nwarn_kept; i++)
+		free(ck->warnings[i]);
+	free(ck->errors);
+	free(ck->warnings);
+}
+
 static int usage(void)
 {
 	fprintf(stderr, "usage: fxtcheck FILE [--strict] [--stacks | --events] [--allow-anonymous-end] [--perfetto-ns] [--max-issues N]\n");
@@ -1786,7 +1781,8 @@ int main(int argc, char **argv)
 		ck.data = data;
 		run(&ck);
 	}
-	qsort(ck.threads, ck.nthreads, sizeof(*ck.threads), cmp_thread);
+	if (ck.nthreads)
+		qsort(ck.threads, ck.nthreads, sizeof(*ck.threads), cmp_thread);
 	if (ck.stacks || ck.events) {
 		if (ck.stacks)
 			print_stacks(&ck, stdout);
@@ -1798,6 +1794,7 @@ int main(int argc, char **argv)
 		print_summary(&ck, stdout);
 	}
 	free(data);
+	checker_free(&ck);
 	if (fflush(stdout))
 		return 2;
 	return ck.n_errors ? 1 : 0;
