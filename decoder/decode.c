@@ -104,6 +104,7 @@ struct ptd_stream {
 	 */
 	uint64_t fn_start, fn_end;
 	bool fn_valid, fn_known;
+	struct symbols_range_cache *fn_cache;	/* this stream's function ranges by address */
 	uint64_t up_start, up_end;	/* the [uprobes] page of the address space, if any */
 	struct decode_stats st;
 	uint64_t pos;		/* trace offset reached (progress) */
@@ -522,14 +523,17 @@ static bool jump_leaves(struct ptd_stream *s, uint64_t from, uint64_t to)
 	bool leaves;
 	int r;
 
+	if (!s->fn_cache)
+		s->fn_cache = symbols__range_cache_new();	/* NULL: looked up each time */
 	if (!s->fn_valid) {
-		r = symbols__func_range(s->o.symbols, s->as, from, &s->fn_start, &s->fn_end);
+		r = symbols__func_range_cached(s->o.symbols, s->fn_cache, s->as, from,
+					       &s->fn_start, &s->fn_end);
 		s->fn_valid = r >= 0;
 		s->fn_known = r == 0;
 	}
 	if (s->fn_valid && to >= s->fn_start && to < s->fn_end)
 		return false;
-	r = symbols__func_range(s->o.symbols, s->as, to, &start, &end);
+	r = symbols__func_range_cached(s->o.symbols, s->fn_cache, s->as, to, &start, &end);
 	leaves = (s->fn_valid && s->fn_known) || r == 0;
 	s->fn_start = start;
 	s->fn_end = end;
@@ -1041,6 +1045,7 @@ void ptd_stream_free(struct ptd_stream *s)
 	if (!s)
 		return;
 	pt_blk_free_decoder(s->dec);
+	symbols__range_cache_free(s->fn_cache);
 	for (i = 0; i < s->nr_images; i++)
 		pt_image_free(s->images[i]);
 	free(s->images);

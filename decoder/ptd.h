@@ -166,6 +166,19 @@ void symbols__free(struct symbols *sy);
  */
 int symbols__func_range(struct symbols *sy, int as, uint64_t addr, uint64_t *start,
 			uint64_t *end);
+/*
+ * The same answers through a cache of one decoder thread's own (not shared between
+ * threads; bounded: a fixed number of slots, the last answer per slot). A NULL cache
+ * asks symbols__func_range() each time.
+ */
+struct symbols_range_cache;
+struct symbols_range_cache *symbols__range_cache_new(void);
+void symbols__range_cache_free(struct symbols_range_cache *c);
+int symbols__func_range_cached(struct symbols *sy, struct symbols_range_cache *c, int as,
+			       uint64_t addr, uint64_t *start, uint64_t *end);
+/* Lookups made through the cache, and how many it answered. */
+void symbols__range_cache_stats(const struct symbols_range_cache *c, uint64_t *lookups,
+				uint64_t *hits);
 /* Kernel text symbols from a kallsyms copy; 0, -errno, or -ENODATA (no text symbols). */
 int symbols__load_kallsyms(struct symbols *sy, const char *path);
 /* Loads every symbol table the address spaces need (before decoder threads start). */

@@ -17,16 +17,8 @@ TMP=$(mktemp -d "/tmp/ptbpf-fuzzreg-$$.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-# --raw-pt options of fuzz_raw_pt.c's configs[], chosen by the input's first byte
-RAW_CONFIGS=(
-	""
-	"--cpu 6/85/4 --mtc-freq 3 --nom-freq 37 --cpuid-0x15 2,308 --tsc-hz 2000000000"
-	"--cpu 6/61/4"
-	"--cpu 6/126/5"
-	"--cpu 6/94/3 --mtc-freq 9 --nom-freq 24 --cpuid-0x15 2,200 --tsc-hz 2400000000"
-	"--cpu 6/142/10 --nom-freq 40 --cpuid-0x15 2,216"
-	"--cpu 6/151/2 --mtc-freq 15 --nom-freq 255 --cpuid-0x15 1,4294967295 --tsc-hz 1"
-)
+# --raw-pt options of the raw_pt harness
+. "$here/raw_configs.inc"
 
 # run NAME ARGS...: ptbpf decode ARGS; checks the exit status, sets rc
 run() {

@@ -93,6 +93,16 @@ static int teardown(void **state)
 	return system(cmd) ? -1 : 0;
 }
 
+/* A file of four bytes of code that is no ELF file, at `path`. */
+static void write_blob(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "\x90\x90\x90\xc3", 4), 4);
+	close(fd);
+}
+
 static void test_names(void **state)
 {
 	struct ptd_images im;
@@ -167,14 +177,11 @@ static void test_unknown(void **state)
 	struct cs_symbol s;
 	uint64_t start, end;
 	char path[128];
-	int as, fd;
+	int as;
 
 	/* not an ELF file (no program headers to place it): "name+0xoff", the file offset */
 	snprintf(path, sizeof(path), "%s/blob.bin", tmpdir);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, "\x90\x90\x90\xc3", 4), 4);
-	close(fd);
+	write_blob(path);
 	assert_int_equal(ptd_images_init(&im, NULL, NULL, false), 0);
 	as = ptd_aspace_new(&im, 7, 0);
 	assert_int_equal(ptd_aspace_map_file(&im, as, path, 0x10000, 0x1000, 0x2000, true, NULL, 0),
@@ -193,6 +200,84 @@ static void test_unknown(void **state)
 	assert_int_equal(end, 0x11000);
 	assert_int_equal(symbols__lookup(sy, as, 0x20010, &s), 0);
 	assert_string_equal(s.name, "lib.so+0x10");
+	symbols__free(sy);
+	ptd_images_fini(&im);
+}
+
+/*
+ * symbols__func_range_cached(): the same answers as symbols__func_range() (functions,
+ * ranges between them, nothing mapped), per address space, a second time from the cache.
+ */
+static void test_range_cache(void **state)
+{
+	struct ptd_images im;
+	struct symbols *sy;
+	struct symbols_range_cache *c;
+	uint64_t start, end, s0, e0, lookups, hits, addr, from, to;
+	char path[128];
+	int as, other, r, pass, n = 0;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/cache.bin", tmpdir);
+	write_blob(path);
+	assert_int_equal(ptd_images_init(&im, NULL, NULL, false), 0);
+	as = map_self(&im, exe);
+	/* another process with other code at the same address */
+	other = ptd_aspace_new(&im, 43, 0);
+	assert_true(other >= 0);
+	from = (uintptr_t)symbols_probe & ~0xfffull;
+	assert_int_equal(ptd_aspace_map_file(&im, other, path, from, 0x1000, 0, true, NULL, 0),
+			 0);
+	sy = symbols__new(&im, NULL);
+	assert_non_null(sy);
+	assert_int_equal(symbols__preload(sy), 0);
+	c = symbols__range_cache_new();
+	assert_non_null(c);
+
+	/* 64 KiB around the probe, every 8 bytes, twice: every answer as the uncached one */
+	to = from + 0x10000;
+	for (pass = 0; pass < 2; pass++) {
+		for (addr = from - 0x8000; addr < to; addr += 8) {
+			r = symbols__func_range_cached(sy, c, as, addr, &start, &end);
+			assert_int_equal(r, symbols__func_range(sy, as, addr, &s0, &e0));
+			assert_int_equal(start, s0);
+			assert_int_equal(end, e0);
+			r = symbols__func_range_cached(sy, c, other, addr, &start, &end);
+			assert_int_equal(r, symbols__func_range(sy, other, addr, &s0, &e0));
+			assert_int_equal(start, s0);
+			assert_int_equal(end, e0);
+			n += 2;
+		}
+	}
+	/* the same address, two address spaces, two answers */
+	assert_int_equal(symbols__func_range_cached(sy, c, as, (uintptr_t)symbols_probe + 1,
+						    &start, &end), 0);
+	assert_int_equal(start, (uintptr_t)symbols_probe);
+	assert_int_equal(symbols__func_range_cached(sy, c, other, (uintptr_t)symbols_probe + 1,
+						    &start, &end), 1);
+	assert_int_equal(start, from);
+	assert_int_equal(end, from + 0x1000);
+	assert_int_equal(symbols__func_range_cached(sy, c, other, 0x10, &start, &end), -ENOENT);
+	symbols__range_cache_stats(c, &lookups, &hits);
+	assert_int_equal(lookups, (uint64_t)n + 3);
+	/* 256 targets fit: the second pass over them is answered by the cache */
+	symbols__range_cache_free(c);
+	c = symbols__range_cache_new();
+	for (pass = 0; pass < 2; pass++)
+		for (addr = from; addr < from + 0x100 * 16; addr += 16)
+			symbols__func_range_cached(sy, c, as, addr, &start, &end);
+	symbols__range_cache_stats(c, &lookups, &hits);
+	assert_int_equal(lookups, 0x200);
+	assert_true(hits >= 0x100 - 8);	/* the second pass, but for a few shared slots */
+	symbols__range_cache_free(c);
+
+	/* no cache: asked each time */
+	assert_int_equal(symbols__func_range_cached(sy, NULL, as, (uintptr_t)symbols_probe,
+						    &start, &end), 0);
+	assert_int_equal(start, (uintptr_t)symbols_probe);
+	symbols__range_cache_stats(NULL, &lookups, &hits);
+	assert_int_equal(lookups, 0);
+	symbols__range_cache_free(NULL);
 	symbols__free(sy);
 	ptd_images_fini(&im);
 }
@@ -276,6 +361,7 @@ int main(void)
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_plt_name),
 		cmocka_unit_test(test_unknown),
+		cmocka_unit_test(test_range_cache),
 		cmocka_unit_test(test_debug_file),
 		cmocka_unit_test(test_kallsyms),
 	};
