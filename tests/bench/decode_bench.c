@@ -18,7 +18,8 @@
  *   perf script -i FILE --itrace=cr > /dev/null
  * the ratio, MB/s of PT (per wall second and per CPU second) and the -j 2 scaling,
  * against the goals (>= 8x perf script, >= 100 MB/s per core, -j 2 >= 1.8x -j 1); and
- * libipt's block decoder alone over the same bytes. First, the skip benchmark (see
+ * libipt's block, query and packet decoders alone over the same bytes (the query
+ * decoder alone bounds any fast path built on it). First, the skip benchmark (see
  * bench_skip()). BENCH_ONLY=skip,hase,mruby runs some; BENCH_KEEP keeps the inputs.
  */
 #include <elf.h>
@@ -140,6 +141,85 @@ static int write_file(const char *path, const void *data, size_t size)
 	return err;
 }
 
+/* The libipt configuration of the benchmark's decoders over `pt`. */
+static void bench_config(struct pt_config *cfg, const uint8_t *pt, size_t size)
+{
+	pt_config_init(cfg);
+	cfg->begin = (uint8_t *)pt;
+	cfg->end = (uint8_t *)pt + size;
+	cfg->cpu.vendor = pcv_intel;
+	cfg->cpu.family = 6;
+	cfg->cpu.model = 94;
+	cfg->cpu.stepping = 3;
+	pt_cpu_errata(&cfg->errata, &cfg->cpu);
+}
+
+/*
+ * libipt's query decoder alone, CPU seconds: every TNT bit and TIP of the trace taken and
+ * its events drained, with no instruction decoded. What any fast path on the query layer
+ * (a tracelet cache that costs nothing on a hit) would still spend.
+ */
+static double query_alone(const uint8_t *pt, size_t size)
+{
+	struct pt_query_decoder *dec;
+	struct pt_config cfg;
+	struct rusage a, b;
+	uint64_t ip;
+	int status, taken;
+
+	bench_config(&cfg, pt, size);
+	dec = pt_qry_alloc_decoder(&cfg);
+	if (!dec)
+		return 0;
+	getrusage(RUSAGE_SELF, &a);
+	while ((status = pt_qry_sync_forward(dec, &ip)) >= 0) {
+		for (;;) {
+			while (status >= 0 && (status & pts_event_pending)) {
+				struct pt_event ev;
+
+				status = pt_qry_event(dec, &ev, sizeof(ev));
+			}
+			if (status < 0)
+				break;
+			status = pt_qry_cond_branch(dec, &taken);
+			if (status == -pte_bad_query)
+				status = pt_qry_indirect_branch(dec, &ip);
+			if (status < 0)
+				break;
+		}
+		if (status == -pte_eos)
+			break;
+	}
+	getrusage(RUSAGE_SELF, &b);
+	pt_qry_free_decoder(dec);
+	return cpu_seconds(&b) - cpu_seconds(&a);
+}
+
+/* libipt's packet decoder alone, CPU seconds: every packet read, nothing interpreted. */
+static double packets_alone(const uint8_t *pt, size_t size)
+{
+	struct pt_packet_decoder *dec;
+	struct pt_packet packet;
+	struct pt_config cfg;
+	struct rusage a, b;
+	int status;
+
+	bench_config(&cfg, pt, size);
+	dec = pt_pkt_alloc_decoder(&cfg);
+	if (!dec)
+		return 0;
+	getrusage(RUSAGE_SELF, &a);
+	while (pt_pkt_sync_forward(dec) >= 0) {
+		while ((status = pt_pkt_next(dec, &packet, sizeof(packet))) >= 0)
+			;
+		if (status == -pte_eos)
+			break;
+	}
+	getrusage(RUSAGE_SELF, &b);
+	pt_pkt_free_decoder(dec);
+	return cpu_seconds(&b) - cpu_seconds(&a);
+}
+
 /* libipt's block decoder alone, CPU seconds; the config is the one ptbpf would use. */
 static double libipt_alone(const uint8_t *pt, size_t size, const struct piece *pieces,
 			   unsigned nr, uint64_t *insns)
@@ -152,14 +232,7 @@ static double libipt_alone(const uint8_t *pt, size_t size, const struct piece *p
 	unsigned i;
 	int status;
 
-	pt_config_init(&cfg);
-	cfg.begin = (uint8_t *)pt;
-	cfg.end = (uint8_t *)pt + size;
-	cfg.cpu.vendor = pcv_intel;
-	cfg.cpu.family = 6;
-	cfg.cpu.model = 94;
-	cfg.cpu.stepping = 3;
-	pt_cpu_errata(&cfg.errata, &cfg.cpu);
+	bench_config(&cfg, pt, size);
 	cfg.flags.variant.block.end_on_call = 1;
 	cfg.flags.variant.block.end_on_jump = 1;
 	pt_iscache_set_limit(isc, 1 << 30);
@@ -238,7 +311,7 @@ static void measure(const char *name, const char *data, const char *sysroot, con
 	char *pr_argv[] = { "perf", "script", "-f", "-i", (char *)data, "--itrace=cr",
 			    sysroot ? "--symfs" : NULL, (char *)sysroot, NULL };
 	struct run pe = {}, pr = {};
-	double mb = size / 1e6, ipt;
+	double mb = size / 1e6, ipt, qry, pkt;
 	uint64_t insns;
 
 	snprintf(fxt, sizeof(fxt), "/tmp/ptbpf-bench-%d.fxt", getpid());
@@ -251,6 +324,8 @@ static void measure(const char *name, const char *data, const char *sysroot, con
 		pj.wall = 0;
 	unlink(fxt);
 	ipt = libipt_alone(pt, size, pieces, nr, &insns);
+	qry = query_alone(pt, size);
+	pkt = packets_alone(pt, size);
 	printf("%s: %.1f MB of PT, %llu instructions\n", name, mb, (unsigned long long)insns);
 	printf("  %-36s %8s %8s %12s %12s\n", "", "wall s", "cpu s", "MB/s (wall)", "MB/s (cpu)");
 	printf("  %-36s %8.3f %8.3f %12.1f %12.1f   peak RSS %ld MiB\n",
@@ -268,6 +343,12 @@ static void measure(const char *name, const char *data, const char *sysroot, con
 	}
 	printf("  %-36s %8s %8.3f %12s %12.1f\n", "libipt block decoder alone (ceiling)", "", ipt,
 	       "", mb / ipt);
+	if (qry > 0)
+		printf("  %-36s %8s %8.3f %12s %12.1f\n", "libipt query decoder alone", "", qry, "",
+		       mb / qry);
+	if (pkt > 0)
+		printf("  %-36s %8s %8.3f %12s %12.1f\n", "libipt packet decoder alone", "", pkt, "",
+		       mb / pkt);
 	if (!pr.status && pr.wall > 0)
 		printf("  ratio perf script / ptbpf: %.1fx wall, %.1fx cpu (goal >= %.0fx: %s); "
 		       "libipt alone would be %.1fx\n",
@@ -280,7 +361,9 @@ static void measure(const char *name, const char *data, const char *sysroot, con
 		printf("  -j 2 on one stream: %.2fx the speed of -j 1 (wall; goal >= %.1fx: %s)\n",
 		       pe.wall / pj.wall, GOAL_SCALING,
 		       pe.wall / pj.wall >= GOAL_SCALING ? "met" : "not met");
-	printf("  tracelet cache: not implemented (no hit rate, no fallback share)\n");
+	printf("  tracelet cache: not built (no hit rate, no fallback share); a fast path on "
+	       "libipt's query layer would spend at least the query decoder's %.3f s here: "
+	       "at most %.1f MB/s per core\n", qry, qry > 0 ? mb / qry : 0.0);
 }
 
 /*
