@@ -616,14 +616,16 @@ static int spawn_capture(struct daemon *d, struct rule_rt *rt, const char *backe
 	ARG(pid);
 	/* the trigger as config.c parsed it: the same flags again */
 	{
-		char *desc = r->trigger_desc, *p;
 		static char words[32][256];
+		char *desc, *p, *save = NULL;
 		int n = 0;
 
-		snprintf(words[0], sizeof(words[0]), "%s", "");
-		for (p = strtok(strcpy(malloc(strlen(desc) + 1), desc), " "); p && n < 32;
-		     p = strtok(NULL, " "))
+		desc = strdup(r->trigger_desc ?: "");
+		if (!desc)
+			return -ENOMEM;
+		for (p = strtok_r(desc, " ", &save); p && n < 32; p = strtok_r(NULL, " ", &save))
 			snprintf(words[n++], sizeof(words[0]), "%s", p);
+		free(desc);
 		for (i = 0; i < n; i++)
 			ARG(words[i]);
 	}
