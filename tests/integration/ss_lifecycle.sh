@@ -51,7 +51,15 @@ sleep 0.2
 	-p "$TP" >"$TMP/killed.out" 2>"$TMP/killed.err" &
 PP=$!
 BG_PIDS+=("$PP")
-sleep 1
+# killed once it is traced and stepped a while, however slowly ptbpf starts (ASan, load)
+for _ in $(seq 600); do
+	tracer=$(awk '/^TracerPid:/ { print $2 }' "/proc/$TP/status" 2>/dev/null)
+	[ -n "$tracer" ] && [ "$tracer" != 0 ] && break
+	kill -0 "$PP" 2>/dev/null || break
+	sleep 0.1
+done
+[ -n "$tracer" ] && [ "$tracer" != 0 ] || fail "killed: ptbpf never traced the target: $(cat "$TMP/killed.err")"
+sleep 0.5
 kill -9 "$TP"
 wait "$PP" || fail "killed: ptbpf exited $?: $(cat "$TMP/killed.err")"
 grep -q 'decoded as stepped' "$TMP/killed.err" || fail "killed: not verified: $(cat "$TMP/killed.err")"

@@ -1518,6 +1518,8 @@ static int ss_open(const struct capture_opts *opts, struct target *target, struc
 			t->state = TS_INFLIGHT;
 	} else {
 		err = attach_all(b, p);
+		if (!err && !b->nr_threads)
+			err = -ESRCH;	/* every thread was gone by the time we seized it */
 		if (!err)
 			err = proc_exec_mm(b, p);
 		for (c = 0; !err && c < b->nr_threads; c++)
@@ -1529,6 +1531,10 @@ static int ss_open(const struct capture_opts *opts, struct target *target, struc
 	return 0;
 
 fail:
+	/* the target was there when it was looked up: it ended while we attached */
+	if (err == -ESRCH)
+		elog("process %d exited while ptbpf attached to it: nothing to trace\n",
+		     target->pid);
 	ss_close(b);
 	return err;
 }
