@@ -46,6 +46,53 @@ size_t aux_ring_copy(const void *ring, size_t size, uint64_t head, bool known_wr
 	return size;
 }
 
+/* Copy `len` bytes of the ring from offset `from` on, going round its end. */
+static void ring_read(const uint8_t *ring, size_t size, size_t from, size_t len, uint8_t *out)
+{
+	size_t first = size - from < len ? size - from : len;
+
+	memcpy(out, ring + from, first);
+	memcpy(out + first, ring, len - first);
+}
+
+void aux_ring_tail(const void *ring, size_t size, uint64_t head, size_t len, void *out)
+{
+	if (!ring || !out || !size || (size & (size - 1)) || len > size)
+		return;
+	ring_read(ring, size, ((head & (size - 1)) + size - len) & (size - 1), len, out);
+}
+
+/* Whether the ring still holds `ref` just before `head`. */
+static bool tail_equal(const uint8_t *ring, size_t size, size_t head, const uint8_t *ref,
+		       size_t len)
+{
+	size_t from = (head + size - len) & (size - 1), first = size - from < len ? size - from : len;
+
+	return !memcmp(ring + from, ref, first) && !memcmp(ring, ref + first, len - first);
+}
+
+size_t aux_ring_copy_since(const void *ring, size_t size, uint64_t head, uint64_t prev_head,
+			   const void *ref, size_t ref_len, void *out, bool *wrapped)
+{
+	size_t len;
+
+	if (wrapped)
+		*wrapped = false;
+	if (!ring || !out || !size || (size & (size - 1)) || ref_len > size)
+		return 0;
+	head &= size - 1;
+	prev_head &= size - 1;
+	if (!ref_len || !ref || !tail_equal(ring, size, prev_head, ref, ref_len)) {
+		if (wrapped)
+			*wrapped = true;
+		ring_read(ring, size, head, size, out);
+		return size;
+	}
+	len = (head + size - prev_head) & (size - 1);
+	ring_read(ring, size, prev_head, len, out);
+	return len;
+}
+
 size_t aux_ring_snapshot(const struct perf_event_mmap_page *pc, const void *aux, bool known_wrapped,
 			 void *out, bool *wrapped, uint64_t *head)
 {

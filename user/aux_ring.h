@@ -27,6 +27,25 @@
 size_t aux_ring_copy(const void *ring, size_t size, uint64_t head, bool known_wrapped, void *out,
 		     bool *wrapped);
 
+/*
+ * aux_ring_copy() of a ring that was kept across a snapshot (disabled and re-enabled,
+ * not reallocated: it is no longer zeroed, so the zero test above cannot tell). The
+ * writer went on from `prev_head`, the head of the previous snapshot; `ref` holds the
+ * `ref_len` bytes the ring had just before `prev_head` then. If they are still there, the
+ * writer has not come round to them: only what it wrote since, from `prev_head` to
+ * `head`, is copied (*wrapped false); else the whole ring, oldest first from `head`
+ * (*wrapped true). perf's snapshot mode decides the same way with its reference buffer
+ * (tools/perf/arch/x86/util/intel-pt.c: intel_pt_snapshot_ref_buf_size(),
+ * intel_pt_compare_ref(), intel_pt_find_snapshot()). With no reference (ref_len 0), the
+ * whole ring. Returns the bytes copied; 0 for a NULL ring or out or a size that is not a
+ * power of two, or ref_len > size.
+ */
+size_t aux_ring_copy_since(const void *ring, size_t size, uint64_t head, uint64_t prev_head,
+			   const void *ref, size_t ref_len, void *out, bool *wrapped);
+
+/* The `len` bytes of the ring just before `head` (len <= size), into `out`, for the above. */
+void aux_ring_tail(const void *ring, size_t size, uint64_t head, size_t len, void *out);
+
 struct perf_event_mmap_page;
 
 /*

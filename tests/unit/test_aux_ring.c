@@ -283,6 +283,56 @@ static void test_real_trace_wrapped(void **state)
 	free(out);
 }
 
+/*
+ * A ring kept across snapshots (no longer zero): what the writer added since the last
+ * snapshot is told by the reference bytes before its head, as perf's snapshot mode does.
+ */
+static void test_kept_ring(void **state)
+{
+	uint8_t *r = calloc(1, RING), *out = malloc(RING), ref[4096];
+	bool wrapped;
+
+	/* snapshot 1 ended at 5000 (after one wrap); the ring is full of old bytes */
+	fill(r, 0, RING, 3);
+	aux_ring_tail(r, RING, 5000, sizeof(ref), ref);
+	assert_memory_equal(ref, r + 5000 - sizeof(ref), sizeof(ref));
+	/* the writer went on from 5000 to 9000: those 4000 bytes alone */
+	fill(r, 5000, 9000, 11);
+	assert_int_equal(aux_ring_copy_since(r, RING, 9000, 5000, ref, sizeof(ref), out, &wrapped),
+			 4000);
+	assert_false(wrapped);
+	assert_memory_equal(out, r + 5000, 4000);
+	/* nothing written: nothing new */
+	assert_int_equal(aux_ring_copy_since(r, RING, 9000, 9000, r + 9000 - 100, 100, out,
+					     &wrapped), 0);
+	/* past the end of the ring and round to 1000: [9000, RING) + [0, 1000) */
+	aux_ring_tail(r, RING, 9000, sizeof(ref), ref);
+	fill(r, 9000, RING, 5);
+	fill(r, 0, 1000, 5);
+	assert_int_equal(aux_ring_copy_since(r, RING, 1000, 9000, ref, sizeof(ref), out, &wrapped),
+			 RING - 8000);
+	assert_false(wrapped);
+	assert_memory_equal(out, r + 9000, RING - 9000);
+	assert_memory_equal(out + RING - 9000, r, 1000);
+	/* the reference before 1000 wraps the ring's end too; a full lap overwrites it */
+	aux_ring_tail(r, RING, 1000, sizeof(ref), ref);
+	assert_memory_equal(ref + sizeof(ref) - 1000, r, 1000);
+	assert_memory_equal(ref, r + RING - (sizeof(ref) - 1000), sizeof(ref) - 1000);
+	fill(r, 0, RING, 9);
+	assert_int_equal(aux_ring_copy_since(r, RING, 3000, 1000, ref, sizeof(ref), out, &wrapped),
+			 RING);
+	assert_true(wrapped);
+	assert_memory_equal(out, r + 3000, RING - 3000);
+	/* no reference, or a bad one: the whole ring; bad arguments: nothing */
+	assert_int_equal(aux_ring_copy_since(r, RING, 3000, 1000, NULL, 0, out, &wrapped), RING);
+	assert_true(wrapped);
+	assert_int_equal(aux_ring_copy_since(r, RING, 3000, 1000, ref, RING + 1, out, &wrapped), 0);
+	assert_int_equal(aux_ring_copy_since(r, 3000, 3000, 1000, ref, 10, out, &wrapped), 0);
+	assert_int_equal(aux_ring_copy_since(NULL, RING, 3000, 1000, ref, 10, out, &wrapped), 0);
+	free(r);
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -298,6 +348,7 @@ int main(void)
 		cmocka_unit_test(test_snapshot_user_page),
 		cmocka_unit_test(test_invalid),
 		cmocka_unit_test(test_real_trace_wrapped),
+		cmocka_unit_test(test_kept_ring),
 	};
 
 	return cmocka_run_group_tests_name("aux_ring", tests, NULL, NULL);

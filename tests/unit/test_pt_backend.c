@@ -247,6 +247,7 @@ struct sim_event {
 	int aux_prot;
 	uint64_t pending_head;		/* aux_head IOC_DISABLE publishes */
 	uint64_t aux_flags;		/* extra PERF_AUX_FLAG_* of that AUX record */
+	uint64_t count;			/* what read() returns: a gate's let-through hits */
 };
 
 static struct sim_event sim[SIM_MAX];
@@ -344,6 +345,21 @@ void *pt_sys_mmap(size_t len, int prot, int fd, long offset)
 		e->aux_prot = prot;
 	}
 	return mmap(NULL, len, prot, MAP_SHARED, e->memfd, offset);
+}
+
+/* read() of a simulated event: its count (perf_read() without read_format). */
+ssize_t pt_sys_read(int fd, void *buf, size_t len)
+{
+	struct sim_event *e = sim_by_fd(fd);
+
+	if (!e)
+		return read(fd, buf, len);
+	if (len < sizeof(e->count)) {
+		errno = ENOSPC;
+		return -1;
+	}
+	memcpy(buf, &e->count, sizeof(e->count));
+	return sizeof(e->count);
 }
 
 /* What the kernel does to the data ring: copy a record at data_head. */
@@ -646,12 +662,32 @@ static void test_sim_capture(void **state)
 	assert_memory_equal(cap->aux[1].data, e1->map + SIM_PAGE + SIM_DATA, 500);
 	capture__free(cap);
 
-	/* resume: new groups, enabled; the next snapshot starts from an empty history */
+	/*
+	 * resume: the same groups and rings, enabled again (PT goes on from aux_head); the
+	 * next snapshot holds what each CPU wrote since, told by the bytes before its old head
+	 */
 	i = nr_sim;
 	assert_int_equal(pt_backend_ops.resume(b), 0);
-	assert_true(nr_sim >= i + ncpu);
-	assert_int_equal(sim_pt(0)->enables, 1);
-	assert_true(sim_pt(0) != e0);
+	assert_int_equal(nr_sim, i);
+	assert_true(sim_pt(0) == e0);
+	assert_int_equal(e0->enables, 2);
+	assert_int_equal(e1->enables, 2);
+	fill(e0->map + SIM_PAGE + SIM_DATA, 100, 1300, 9);	/* CPU 0: 1200 bytes more */
+	e0->pending_head = 1300;
+	fill(e1->map + SIM_PAGE + SIM_DATA, 0, 16384, 5);	/* CPU 1: a whole lap, to 600 */
+	e1->pending_head = 600;
+	assert_int_equal(pt_backend_ops.freeze(b), 0);
+	cap = capture__new();
+	assert_int_equal(pt_backend_ops.snapshot(b, cap), 0);
+	assert_int_equal(cap->nr_aux, 2);
+	assert_int_equal(cap->aux[0].cpu, 0);
+	assert_int_equal(cap->aux[0].size, 1200);
+	assert_int_equal(cap->aux[0].offset, 16384);	/* the AUX stream goes on */
+	assert_memory_equal(cap->aux[0].data, e0->map + SIM_PAGE + SIM_DATA + 100, 1200);
+	assert_int_equal(cap->aux[1].cpu, 1);
+	assert_int_equal(cap->aux[1].size, 16384);
+	assert_memory_equal(cap->aux[1].data, e1->map + SIM_PAGE + SIM_DATA + 600, 16384 - 600);
+	capture__free(cap);
 	assert_non_null(strstr(pt_backend_ops.describe(b), "from user space"));
 	pt_backend_ops.close(b);
 	close(pipefd[0]);
@@ -717,13 +753,35 @@ static void test_sim_gates(void **state)
 	}
 	assert_int_equal(members, ncpu);
 	assert_non_null(strstr(pt_backend_ops.describe(b), "in the kernel"));
-	/* resume reopens the groups with their members; the program stays attached */
-	assert_int_equal(pt_backend_ops.freeze(b), 0);
-	assert_int_equal(pt_backend_ops.resume(b), 0);
-	for (i = members = 0; i < nr_sim; i++)
-		if (!sim[i].pt && sim[i].attr.type == PERF_TYPE_TRACEPOINT)
-			members++;
-	assert_int_equal(members, 2 * ncpu);
+	/*
+	 * The gate on CPU 1 let one hit through: it paused PT there, which stays paused
+	 * through DISABLE/ENABLE. resume() reopens that group alone, with its member, and
+	 * re-enables the others; the program stays attached.
+	 */
+	{
+		struct sim_event *pt0 = sim_pt(0), *pt1 = sim_pt(1);
+		struct capture *cap = capture__new();
+		int before = nr_sim;
+
+		assert_int_equal(pt_backend_ops.start(b), 0);
+		for (i = 0; i < nr_sim; i++)
+			if (!sim[i].pt && sim[i].group_fd == pt1->fd &&
+			    sim[i].attr.type == PERF_TYPE_TRACEPOINT)
+				sim[i].count = 1;
+		assert_int_equal(pt_backend_ops.freeze(b), 0);
+		assert_int_equal(pt_backend_ops.snapshot(b, cap), 0);
+		capture__free(cap);
+		assert_int_equal(pt_backend_ops.resume(b), 0);
+		assert_true(sim_pt(0) == pt0);
+		assert_int_equal(pt0->enables, 2);
+		assert_true(sim_pt(1) != pt1);
+		assert_int_equal(sim_pt(1)->enables, 1);
+		assert_int_equal(nr_sim, before + 2);	/* CPU 1's PT event and its member */
+		for (i = members = 0; i < nr_sim; i++)
+			if (!sim[i].pt && sim[i].attr.type == PERF_TYPE_TRACEPOINT)
+				members++;
+		assert_int_equal(members, ncpu + 1);
+	}
 	/* the backend before the triggers: tracefs keeps probes perf events hold */
 	pt_backend_ops.close(b);
 	triggers__free(t);

@@ -10,12 +10,19 @@
  * record then wakes the loader, which disables every CPU's PT event (that publishes
  * aux_head, which a pause does not). Without aux_pause the loader's disable is the freeze.
  *
- * Resuming. After a pause PT stays paused through DISABLE/ENABLE (hw.aux_paused is
- * sticky) until an aux_resume event fires on that CPU. An aux_resume member would need
- * an event that fires on every CPU soon after the snapshot, and idle CPUs may have none.
- * So resume() closes and reopens every CPU's group instead, in both modes: a fresh AUX
- * area is also zeroed by the kernel, which keeps the wrap test of the next snapshot exact.
- * The cost is a gap of a few milliseconds between snapshots.
+ * Resuming. PERF_EVENT_IOC_ENABLE after the snapshot's DISABLE restarts PT where it
+ * stopped: pt_event_start() -> perf_aux_output_begin() hands the driver the published
+ * aux_head, and pt_buffer_reset_offsets() continues the ToPA output there (arch/x86/events/
+ * intel/pt.c). So resume() keeps every CPU's ring and re-enables it, and the next snapshot
+ * copies what was written since by the reference bytes before the old head
+ * (aux_ring_copy_since(), as perf's intel_pt_find_snapshot()), not by the zero test of a
+ * fresh ring. The exception is a CPU a gate paused: hw.aux_paused is sticky through
+ * DISABLE/ENABLE (pt_config_start() returns early while it is set) until an aux_resume
+ * event fires there, and an idle CPU may have none. Those CPUs are found by their gate
+ * members' counts: a tracepoint event counts a hit only when its BPF program returned
+ * non-zero (perf_trace_run_bpf_submit(), trace_uprobe.c __uprobe_perf_func(): a zero
+ * return skips perf_tp_event()), and that is exactly when it paused PT. Only their groups
+ * are closed and reopened (a fresh, zeroed ring).
  */
 #include <errno.h>
 #include <limits.h>
@@ -51,6 +58,8 @@
 #define HISTORY_BYTES (8u << 20)
 #define MAX_CPUS 1024
 #define FILTER_LEN 4096
+/* Reference bytes per CPU for a kept ring (perf's max_size in intel_pt_snapshot_ref_buf_size()) */
+#define REF_MAX (256u << 10)
 
 enum ev_tag {
 	TAG_CPU = 1,
@@ -66,6 +75,11 @@ struct pt_cpu {
 	void *aux;			/* the AUX area, read-only; NULL */
 	uint64_t id;			/* PERF_EVENT_IOC_ID of the PT event */
 	uint64_t aux_stream;		/* AUX bytes of this CPU in earlier snapshots */
+	uint64_t *gate_counts;		/* each gate member's count when last looked at */
+	bool kept;			/* the ring was re-enabled, not reopened, since the
+					 * last snapshot: prev_head and ref say what is new */
+	uint64_t prev_head;		/* aux_head at the last snapshot */
+	uint8_t *ref;			/* ref_len bytes before prev_head then; NULL */
 	struct record_fifo *hist;	/* sideband drained so far */
 };
 
@@ -77,6 +91,7 @@ struct backend {
 	struct perf_event_attr attr;	/* of every CPU's PT event */
 	char *filter;			/* PERF_EVENT_IOC_SET_FILTER string, NULL if none */
 	size_t page, data_size, aux_size;
+	size_t ref_len;			/* reference bytes kept per CPU (aux_ring_copy_since) */
 	int nr_cpus;
 	struct pt_cpu *cpus;
 	bool aux_pause;			/* the kernel accepts aux_pause members (probed) */
@@ -102,14 +117,20 @@ static bool pt_usable(char *why, size_t why_size)
 	return pt_pmu_usable(pt_sysfs_root(), why, why_size);
 }
 
-/* "0-3,5,7-8" -> CPU numbers. */
+/*
+ * "0-3,5,7-8" -> CPU numbers, from the sysfs tree the PMU is read from (a test's tree
+ * may describe its CPUs too; if it does not, the host's).
+ */
 static int online_cpus(int *cpus, int max)
 {
 	char buf[4096], *p, *end;
 	int n = 0;
 	FILE *f;
 
-	f = fopen("/sys/devices/system/cpu/online", "re");
+	snprintf(buf, sizeof(buf), "%s/devices/system/cpu/online", pt_sysfs_root());
+	f = fopen(buf, "re");
+	if (!f && errno == ENOENT)
+		f = fopen("/sys/devices/system/cpu/online", "re");
 	if (!f)
 		return -errno;
 	if (!fgets(buf, sizeof(buf), f)) {
@@ -248,6 +269,7 @@ static void cpu_close(struct backend *b, struct pt_cpu *c)
 	c->aux = NULL;
 	c->pc = NULL;
 	c->fd = -1;
+	c->kept = false;
 }
 
 static int cpu_open(struct backend *b, struct pt_cpu *c, int index)
@@ -320,6 +342,7 @@ static int cpu_open_gates(struct backend *b, struct pt_cpu *c)
 
 	for (i = 0; i < b->nr_gates; i++) {
 		pt_attr_trigger(&a, b->gate_tp[i]);
+		c->gate_counts[i] = 0;
 		c->gate_fds[i] = perf_event_open(&a, -1, c->cpu, c->fd);
 		if (c->gate_fds[i] < 0) {
 			err = -errno;
@@ -366,6 +389,8 @@ static void pt_close(struct backend *b)
 	for (i = 0; b->cpus && i < b->nr_cpus; i++) {
 		cpu_close(b, &b->cpus[i]);
 		free(b->cpus[i].gate_fds);
+		free(b->cpus[i].gate_counts);
+		free(b->cpus[i].ref);
 		record_fifo__free(b->cpus[i].hist);
 	}
 	for (i = 0; b->anchor_fds && i < b->nr_gates; i++)
@@ -420,6 +445,12 @@ static int pt_open(const struct capture_opts *opts, struct target *t, struct bac
 		err = -EINVAL;
 		goto cleanup;
 	}
+	/*
+	 * The reference that tells a kept ring's new bytes from old ones: as perf's
+	 * intel_pt_snapshot_ref_buf_size(), at most 256 KiB, and less than half the ring
+	 * (a quarter here, so that a small ring still has one).
+	 */
+	b->ref_len = b->aux_size / 4 < REF_MAX ? b->aux_size / 4 : REF_MAX;
 
 	err = pt_pmu__new(pt_sysfs_root(), &b->pmu);
 	if (err)
@@ -508,7 +539,8 @@ static int pt_attach_gates(struct backend *b, struct triggers *t)
 		int j;
 
 		b->cpus[i].gate_fds = malloc(n * sizeof(int));
-		if (!b->cpus[i].gate_fds)
+		b->cpus[i].gate_counts = calloc(n, sizeof(uint64_t));
+		if (!b->cpus[i].gate_fds || !b->cpus[i].gate_counts)
 			return -ENOMEM;
 		for (j = 0; j < n; j++)
 			b->cpus[i].gate_fds[j] = -1;
@@ -764,7 +796,19 @@ static int add_aux(struct backend *b, struct capture *cap)
 		bool wrapped;
 		uint64_t head;
 
-		a.size = aux_ring_snapshot(c->pc, c->aux, false, buf, &wrapped, &head);
+		if (c->kept) {
+			head = __atomic_load_n(&c->pc->aux_head, __ATOMIC_ACQUIRE);
+			a.size = aux_ring_copy_since(c->aux, b->aux_size, head, c->prev_head,
+						     c->ref, b->ref_len, buf, &wrapped);
+		} else {
+			a.size = aux_ring_snapshot(c->pc, c->aux, false, buf, &wrapped, &head);
+		}
+		/* what the next snapshot of this ring, if it is kept, compares with */
+		c->prev_head = head;
+		if (!c->ref)
+			c->ref = malloc(b->ref_len);
+		if (c->ref)
+			aux_ring_tail(c->aux, b->aux_size, head, b->ref_len, c->ref);
 		a.offset = c->aux_stream;
 		dlog("pt: CPU %d: head %llu, %s, %llu bytes\n", c->cpu, (unsigned long long)head,
 		     wrapped ? "wrapped" : "not wrapped", (unsigned long long)a.size);
@@ -880,18 +924,51 @@ static int pt_snapshot(struct backend *b, struct capture *cap)
 	return 0;
 }
 
+/*
+ * Whether a gate paused this CPU's PT since its counts were last read: a member counts
+ * only the hits its program let through (see the top of this file). A count that cannot
+ * be read is taken as a pause: reopening is always safe.
+ */
+static bool gate_fired(struct backend *b, struct pt_cpu *c)
+{
+	bool fired = false;
+	uint64_t count;
+	int i;
+
+	for (i = 0; i < b->nr_gates; i++) {
+		if (c->gate_fds[i] < 0 ||
+		    pt_sys_read(c->gate_fds[i], &count, sizeof(count)) != sizeof(count)) {
+			fired = true;
+			continue;
+		}
+		if (count != c->gate_counts[i])
+			fired = true;
+		c->gate_counts[i] = count;
+	}
+	return fired;
+}
+
 static int pt_resume(struct backend *b)
 {
 	int i, err;
 
 	if (!b)
 		return -EINVAL;
-	/* see the top of this file: a fresh group is not paused, and its ring is zeroed */
-	for (i = 0; i < b->nr_cpus; i++)
-		cpu_close(b, &b->cpus[i]);
-	err = open_all(b);
-	if (err)
-		return err;
+	for (i = 0; i < b->nr_cpus; i++) {
+		struct pt_cpu *c = &b->cpus[i];
+
+		if (c->fd >= 0 && c->ref && !(b->gated && gate_fired(b, c))) {
+			c->kept = true;	/* re-enabled below, from its head */
+			continue;
+		}
+		/* paused by a gate (or never copied): a fresh group, its ring zeroed */
+		cpu_close(b, c);
+		err = cpu_open(b, c, i);
+		if (!err && b->gated)
+			err = cpu_open_gates(b, c);
+		if (err)
+			return err;
+	}
 	return pt_start(b);
 }
 

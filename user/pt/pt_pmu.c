@@ -378,6 +378,11 @@ __attribute__((weak)) void *pt_sys_mmap(size_t len, int prot, int fd, long offse
 	return mmap(NULL, len, prot, MAP_SHARED, fd, offset);
 }
 
+__attribute__((weak)) ssize_t pt_sys_read(int fd, void *buf, size_t len)
+{
+	return read(fd, buf, len);
+}
+
 int pt_open_probe_event(uint32_t type, int cpu)
 {
 	struct perf_event_attr attr = {

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/types.h>
 #include <linux/perf_event.h>
 
 #include "cli.h"
@@ -155,6 +156,8 @@ void pt_attr_trigger(struct perf_event_attr *attr, uint64_t tp_id);
 int pt_sys_perf_event_open(struct perf_event_attr *attr, int pid, int cpu, int group_fd);
 int pt_sys_ioctl(int fd, unsigned long request, unsigned long arg);
 void *pt_sys_mmap(size_t len, int prot, int fd, long offset);
+/* read(2) of an event's count (8 bytes without read_format). */
+ssize_t pt_sys_read(int fd, void *buf, size_t len);
 
 /*
  * Whether this kernel takes aux_pause members in a PT group, tried for real: a software
