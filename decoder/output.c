@@ -281,6 +281,33 @@ static const char *stop_name(unsigned reason)
 	}
 }
 
+/* PERF_AUX_FLAG_* damage bits of a PTD_GAP, as words: "truncated,partial". */
+static const char *gap_words(int32_t flags, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s%s%s", flags & PERF_AUX_FLAG_TRUNCATED ? ",truncated" : "",
+		 flags & PERF_AUX_FLAG_PARTIAL ? ",partial" : "",
+		 flags & PERF_AUX_FLAG_COLLISION ? ",collision" : "");
+	return buf[0] ? buf + 1 : buf;
+}
+
+/*
+ * A gap the kernel reported (PTD_GAP): the thread's open calls end there, as at a decode
+ * error (what ran in the lost trace is unknown, and the flow after it must not nest
+ * under them), and a "[trace gap]" instant says what the kernel said.
+ */
+static int gap_instant(struct ptd_output *o, const struct ptd_event *ev)
+{
+	char words[64];
+	struct fxt_arg args[2] = {
+		{ .name = "flags", .type = FXT_ARG_STRING,
+		  .s = gap_words(ev->code, words, sizeof(words)) },
+		{ .name = "source", .type = FXT_ARG_STRING, .s = "PERF_RECORD_AUX" },
+	};
+	int err = callstack__stop(o->cs, ev->pid, ev->tid, CS_STOP_END, 0, ev->time);
+
+	return err ?: callstack__instant(o->cs, ev->pid, ev->tid, "[trace gap]", ev->time, args, 2);
+}
+
 static int trigger_instant(struct ptd_output *o, const struct ptd_event *ev)
 {
 	const struct pd_trigger *t = o->o.trigger;
@@ -331,6 +358,8 @@ static int cs_event(struct ptd_output *o, const struct ptd_event *ev)
 		return callstack__switch_out(cs, ev->pid, ev->tid, ev->time);
 	case PTD_TRIGGER:
 		return o->o.trigger ? trigger_instant(o, ev) : 0;
+	case PTD_GAP:
+		return gap_instant(o, ev);
 	case PTD_COMM:
 		/*
 		 * exec replaced the image: the calls that led to execve never return, and the
@@ -367,13 +396,16 @@ static const char *const kind_names[] = {
 	[PTD_SWITCH_OUT] = "switch-out",
 	[PTD_TRIGGER] = "trigger",
 	[PTD_COMM] = "comm",
+	[PTD_GAP] = "gap",
 };
+
 
 static int calls_event(struct ptd_output *o, const struct ptd_event *ev)
 {
 	struct cs_symbol sym = { .name = "" };
 	const char *extra = "";
 	uint64_t at = ev->to;
+	char words[64];
 
 	switch (ev->kind) {
 	case PTD_STOP:
@@ -390,6 +422,10 @@ static int calls_event(struct ptd_output *o, const struct ptd_event *ev)
 		break;
 	case PTD_TRIGGER:
 		extra = o->o.trigger && o->o.trigger->desc ? o->o.trigger->desc : "";
+		at = 0;
+		break;
+	case PTD_GAP:
+		extra = gap_words(ev->code, words, sizeof(words));
 		at = 0;
 		break;
 	default:
@@ -630,6 +666,8 @@ static int write_summary(struct ptd_output *o, const struct decode_stats *st)
 					      .u = st->calls };
 		args[n++] = (struct fxt_arg){ .name = "decode_errors", .type = FXT_ARG_UINT64,
 					      .u = st->errors };
+		args[n++] = (struct fxt_arg){ .name = "trace_gaps", .type = FXT_ARG_UINT64,
+					      .u = st->gaps };
 	}
 	args[n++] = (struct fxt_arg){ .name = "threads", .type = FXT_ARG_UINT64,
 				      .u = o->seen_used };

@@ -42,6 +42,9 @@ enum ptd_kind {
 	PTD_SWITCH_OUT,		/* the thread was scheduled out */
 	PTD_TRIGGER,		/* the capture's trigger fired on this thread (sideband) */
 	PTD_COMM,		/* the thread got a name (sideband): `code` indexes names */
+	PTD_GAP,		/* the kernel flagged lost or damaged trace on this thread's
+				 * CPU (sideband PERF_RECORD_AUX): `code` holds the
+				 * PERF_AUX_FLAG_* bits; the stack restarts after it */
 };
 
 /* One control-flow event of one thread, in the order its stream produced it. */

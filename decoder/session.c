@@ -59,6 +59,7 @@ struct session {
 		int32_t name;		/* its COMM (index in names), -1 if none yet */
 	} *tids;
 	size_t nr_tids, cap_tids;
+	uint64_t aux_truncated, aux_partial, aux_collision, aux_gaps;	/* decode_stats */
 	struct pt_config config;
 	struct ptd_clock clock;
 	bool timeless;
@@ -396,6 +397,31 @@ static int cmp_extra(const void *a, const void *b)
 	return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
+/*
+ * PERF_RECORD_AUX: the kernel's word on the trace it just published. TRUNCATED: data
+ * was lost (perf_aux_output_end() in kernel/events/ring_buffer.c passes the driver's
+ * flags on; perf's intel_pt_process_event() makes it a "Lost trace data" error, which
+ * `perf script --itrace=e` prints); PARTIAL: the trace has gaps (PT stopped while VMX
+ * was on, intel_pt_handle_vmx()); COLLISION: samples collided (other PMUs; perf's
+ * session warnings count all three). Each is a gap marked on the thread that ran on that
+ * CPU then; OVERWRITE alone is every snapshot-mode record and says nothing.
+ */
+static int on_aux(struct session *ss, const struct pd_record *r, uint64_t t)
+{
+	uint64_t damage = r->aux.flags & (PERF_AUX_FLAG_TRUNCATED | PERF_AUX_FLAG_PARTIAL |
+					  PERF_AUX_FLAG_COLLISION);
+
+	if (!damage)
+		return 0;
+	ss->aux_truncated += !!(damage & PERF_AUX_FLAG_TRUNCATED);
+	ss->aux_partial += !!(damage & PERF_AUX_FLAG_PARTIAL);
+	ss->aux_collision += !!(damage & PERF_AUX_FLAG_COLLISION);
+	ss->aux_gaps++;
+	if (!(r->sample.valid & PERF_SAMPLE_TID))
+		return 0;
+	return add_extra(ss, PTD_GAP, t, r->sample.pid, r->sample.tid, (int32_t)damage);
+}
+
 static int read_sideband(struct session *ss)
 {
 	const struct capture *cap = ss->cap;
@@ -455,6 +481,9 @@ static int read_sideband(struct session *ss)
 				err = add_sched(ss, r->sample.cpu, t, pid, tid);
 			break;
 		}
+		case PERF_RECORD_AUX:
+			err = on_aux(ss, r, t);
+			break;
 		default:
 			break;
 		}
@@ -481,7 +510,8 @@ static int finish_extra(struct session *ss)
 		    ptd_aspace_find(&ss->im, ev->pid, ev->time) < 0)
 			continue;
 		if ((ev->kind == PTD_SWITCH_IN || ev->kind == PTD_SWITCH_OUT ||
-		     ev->kind == PTD_COMM) && !thread_selected(ss, ev->pid, ev->tid))
+		     ev->kind == PTD_COMM || ev->kind == PTD_GAP) &&
+		    !thread_selected(ss, ev->pid, ev->tid))
 			continue;
 		ss->extra[n++] = *ev;
 	}
@@ -830,6 +860,12 @@ int ptdecode_capture(const struct capture *cap, const struct decode_opts *opts,
 	err = read_sideband(&ss);
 	if (err)
 		goto cleanup;
+	if (stats) {
+		stats->aux_truncated = ss.aux_truncated;
+		stats->aux_partial = ss.aux_partial;
+		stats->aux_collision = ss.aux_collision;
+		stats->gaps = ss.aux_gaps;
+	}
 	if (opts->window_ns && ss.timeless) {
 		elog("%s: --window: the trace has no timestamps (captured without TSC), so no "
 		     "window can be told: decode it without --window\n",

@@ -48,6 +48,13 @@ struct decode_stats {
 	uint64_t calls, returns;
 	uint64_t errors;		/* decode errors (each marked in the trace) */
 	uint64_t overflows;		/* OVF packets */
+	/*
+	 * PERF_RECORD_AUX records with PERF_AUX_FLAG_TRUNCATED (trace data lost), _PARTIAL
+	 * (the trace has gaps: VMX entry on a CPU whose PT cannot run alongside it) and
+	 * _COLLISION; each such record is a gap marked in the trace.
+	 */
+	uint64_t aux_truncated, aux_partial, aux_collision;
+	uint64_t gaps;			/* such records, each marked in the trace */
 	uint64_t syncs;			/* synchronisations (PSB) */
 	uint64_t bytes;			/* PT bytes decoded */
 	uint64_t skipped;		/* PT bytes not decoded (--pid, --tid, --window) */

@@ -393,6 +393,8 @@ static void print_stats(const struct decode_stats *st)
 		"returns       %" PRIu64 "\n"
 		"errors        %" PRIu64 "\n"
 		"overflows     %" PRIu64 "\n"
+		"gaps          %" PRIu64 " (kernel AUX flags: %" PRIu64 " truncated, %" PRIu64
+		" partial, %" PRIu64 " collision)\n"
 		"syncs         %" PRIu64 "\n"
 		"bytes         %" PRIu64 "\n"
 		"skipped       %" PRIu64 " bytes\n"
@@ -400,7 +402,7 @@ static void print_stats(const struct decode_stats *st)
 		"span          %.6f s\n"
 		"time          %.3f s (%.1f MB/s of PT)\n",
 		st->insns, st->blocks, st->calls, st->returns, st->errors, st->overflows,
-		st->syncs, st->bytes, st->skipped, st->threads,
+		st->gaps, st->aux_truncated, st->aux_partial, st->aux_collision, st->syncs, st->bytes, st->skipped, st->threads,
 		st->last_time > st->first_time ? (st->last_time - st->first_time) / 1e9 : 0.0,
 		st->seconds, st->seconds > 0 ? mb / st->seconds : 0.0);
 	if (st->slowest_ns) {
@@ -527,9 +529,11 @@ int cmd_decode(int argc, char **argv)
 	if (env.stats && (!err || stats.bytes))
 		print_stats(&stats);
 	/* Damage is said even without --stats: one line; the output marks each place. */
-	if (!env.stats && (stats.errors || stats.overflows) && (!err || err == -EIO))
-		elog("%" PRIu64 " decode error(s), %" PRIu64 " overflow(s) (gaps in the trace): "
-		     "each is marked in %s; --stats for more\n", stats.errors, stats.overflows,
+	if (!env.stats && (stats.errors || stats.overflows || stats.gaps) &&
+	    (!err || err == -EIO))
+		elog("%" PRIu64 " decode error(s), %" PRIu64 " overflow(s), %" PRIu64 " gap(s) the "
+		     "kernel reported (gaps in the trace): each is marked in %s; --stats for more\n",
+		     stats.errors, stats.overflows, stats.gaps,
 		     env.opts.output ? env.opts.output : "the output");
 	if (!err && env.open_port) {
 		/* the trace is written; Ctrl-C before the UI fetched it is the user's choice,

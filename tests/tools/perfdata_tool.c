@@ -3,7 +3,7 @@
  * Test helper for the perf.data module:
  *
  *   perfdata_tool synth ELF OUT [--pad BYTES] [--vdso] [--vdso-call] [--per-thread]
- *                     [--timeless] [--expect]
+ *                     [--timeless] [--aux-flags FLAGS] [--expect]
  *       Writes OUT, a capture of one run of tests/targets/pd_calls (ELF) as the pt
  *       backend would record it on CPU 0: the intel_pt and sideband attrs,
  *       AUXTRACE_INFO, COMM/MMAP2/ITRACE_START/SWITCH_CPU_WIDE/EXIT/AUX, a trigger, and
@@ -12,6 +12,9 @@
  *       this process's vDSO; --per-thread records one AUX buffer for the thread, as
  *       `perf record --per-thread` or magic-trace do, with no context switch records;
  *       --timeless clears cap_user_time_zero (a kernel without TSC conversion);
+ *       --aux-flags adds a PERF_RECORD_AUX with PERF_AUX_FLAG_OVERWRITE | FLAGS
+ *       (TRUNCATED 1, PARTIAL 4, COLLISION 8) on CPU 0 in the middle of the run, as the
+ *       kernel reports lost or damaged trace;
  *       --vdso-call makes the indirect call go to __vdso_getcpu in the stored vDSO
  *       (mapped at VDSO_BASE) instead of leaf, its branches read from the image;
  *       --expect prints the calls and returns perf must report,
@@ -371,7 +374,7 @@ static int add_vdso(struct capture *cap)
 }
 
 static int synth(const char *elf_path, const char *out, size_t pad, bool vdso, bool vdso_call,
-		 bool per_thread, bool timeless)
+		 bool per_thread, bool timeless, uint64_t aux_flags)
 {
 	static const uint64_t pt_id = 101, sb_id = 102;
 	struct perf_event_attr pt = { .size = sizeof(pt) }, sb = { .size = sizeof(sb) };
@@ -498,6 +501,16 @@ static int synth(const char *elf_path, const char *out, size_t pad, bool vdso, b
 		 */
 		if (!timeless)
 			err = err ?: capture__add_record(cap, &r);
+	}
+
+	if (aux_flags) {
+		memset(&r, 0, sizeof(r));
+		r.type = PERF_RECORD_AUX;
+		r.aux.aux_offset = 0;
+		r.aux.aux_size = len;
+		r.aux.flags = PERF_AUX_FLAG_OVERWRITE | aux_flags;
+		sample(&r, 0, pt_id, T0 + 50000);
+		err = err ?: capture__add_record(cap, &r);
 	}
 
 	memset(&r, 0, sizeof(r));
@@ -630,6 +643,7 @@ int main(int argc, char **argv)
 	size_t pad = 0;
 	bool vdso = false, vdso_call = false, want_expect = false, per_thread = false;
 	bool timeless = false;
+	uint64_t aux_flags = 0;
 	int i;
 
 	if (argc >= 4 && !strcmp(argv[1], "rewrite"))
@@ -648,16 +662,19 @@ int main(int argc, char **argv)
 				per_thread = true;
 			else if (!strcmp(argv[i], "--timeless"))
 				timeless = true;
+			else if (!strcmp(argv[i], "--aux-flags") && i + 1 < argc)
+				aux_flags = strtoull(argv[++i], NULL, 0);
 			else if (!strcmp(argv[i], "--expect"))
 				want_expect = true;
 		}
 		if (want_expect)
 			return expect(vdso_call);
 		if (argc >= 4)
-			return synth(argv[2], argv[3], pad, vdso, vdso_call, per_thread, timeless);
+			return synth(argv[2], argv[3], pad, vdso, vdso_call, per_thread, timeless,
+				     aux_flags);
 	}
 	fprintf(stderr, "usage: perfdata_tool synth ELF OUT [--pad BYTES] [--vdso] [--vdso-call] "
-			"[--per-thread] [--timeless] [--expect]\n"
+			"[--per-thread] [--timeless] [--aux-flags FLAGS] [--expect]\n"
 			"       perfdata_tool install-vdso CAPTURE DIR\n"
 			"       perfdata_tool rewrite IN OUT [--no-vdso]\n");
 	return 2;
