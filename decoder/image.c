@@ -545,20 +545,23 @@ out:
 	return err;
 }
 
-int ptd_images_add_kcore(struct ptd_images *im, const char *kcore)
+int ptd_images_add_kcore(struct ptd_images *im, const char *kcore, const char *bpf_jit)
 {
 	int as, err;
+	size_t i;
 
 	as = ptd_aspace_new(im, UINT32_MAX, 0);
 	if (as < 0)
 		return as;
 	im->as[as].kernel = true;
 	err = ptd_aspace_map_elf(im, as, kcore, 0);
+	if (!err && bpf_jit)
+		err = ptd_aspace_map_elf(im, as, bpf_jit, 0);
 	if (err)
 		return err;
-	/* kallsyms names its code, not the file (kcore has no symbols) */
-	if (im->as[as].nr_maps)
-		im->dsos[im->as[as].maps[0].dso].kernel = true;
+	/* kallsyms names their code, not the files (kcore has no symbols) */
+	for (i = 0; i < im->as[as].nr_maps; i++)
+		im->dsos[im->as[as].maps[i].dso].kernel = true;
 	im->kernel_as = as;
 	/* its sections go first: user images copy them in */
 	return ptd_images_build(im, as);

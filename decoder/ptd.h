@@ -135,8 +135,9 @@ int ptd_aspace_map_file(struct ptd_images *im, int as, const char *name, uint64_
 			uint64_t len, uint64_t pgoff, bool exec, const uint8_t *build_id,
 			uint8_t build_id_size);
 /* The kernel: the PT_LOAD segments of a kcore copy, in an address space of its own that
- * every other one includes. */
-int ptd_images_add_kcore(struct ptd_images *im, const char *kcore);
+ * every other one includes, with those of `bpf_jit` (NULL: none), the BPF programs' JIT
+ * images a capture recorded beside it (user/pt/kcore.h, kcore_add_bpf_jit()). */
+int ptd_images_add_kcore(struct ptd_images *im, const char *kcore, const char *bpf_jit);
 /* Raw-mode images (ptxed --elf / --raw). */
 int ptd_aspace_map_elf(struct ptd_images *im, int as, const char *path, uint64_t base);
 int ptd_aspace_map_raw(struct ptd_images *im, int as, const char *path, uint64_t from,

@@ -558,7 +558,7 @@ static const struct pd_trigger *find_trigger(const struct capture *cap)
 static int add_kernel(struct session *ss)
 {
 	const struct capture *cap = ss->cap;
-	char path[PATH_MAX];
+	char path[PATH_MAX], jit[PATH_MAX];
 	int err;
 
 	if (!cap->kcore_dir) {
@@ -567,7 +567,9 @@ static int add_kernel(struct session *ss)
 		return -ENOENT;
 	}
 	snprintf(path, sizeof(path), "%s/kcore", cap->kcore_dir);
-	err = ptd_images_add_kcore(&ss->im, path);
+	/* the trigger programs' JIT code, which the trace runs through up to the freeze */
+	snprintf(jit, sizeof(jit), "%s/bpf_jit", cap->kcore_dir);
+	err = ptd_images_add_kcore(&ss->im, path, access(jit, R_OK) ? NULL : jit);
 	if (err)
 		elog("%s: cannot load the kernel's code: %s\n", path,
 		     ptd_image_strerror(err));

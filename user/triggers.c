@@ -1520,6 +1520,27 @@ int triggers__prog_stats(const struct triggers *t, triggers_prog_cb cb, void *ct
 	return 0;
 }
 
+int triggers__prog_fds(const struct triggers *t, int *fds, int max)
+{
+	struct bpf_program *prog;
+	int n = 0;
+
+	if (!t || (max && !fds))
+		return -EINVAL;
+	if (!t->skel)
+		return 0;
+	bpf_object__for_each_program(prog, t->skel->obj) {
+		int fd = bpf_program__fd(prog);
+
+		if (fd < 0 || !bpf_program__autoload(prog))
+			continue;
+		if (n < max)
+			fds[n] = fd;
+		n++;
+	}
+	return n;
+}
+
 void triggers__print_stats(const struct triggers *t)
 {
 	struct trigger_stats st;

@@ -182,6 +182,11 @@ void triggers__reset_max(struct triggers *t);
 /* Each loaded program's name and run time (with BPF_ENABLE_STATS on), for metrics. */
 typedef int (*triggers_prog_cb)(void *ctx, const char *name, __u64 run_time_ns, __u64 run_cnt);
 int triggers__prog_stats(const struct triggers *t, triggers_prog_cb cb, void *ctx);
+/*
+ * The fds of the loaded programs (the pt backend records their JIT images for --kernel
+ * decoding): up to `max` into `fds`; returns how many there are, or -EINVAL.
+ */
+int triggers__prog_fds(const struct triggers *t, int *fds, int max);
 
 /* One line per trigger on stderr at -v (vlog), plus drops. */
 void triggers__print_stats(const struct triggers *t);

@@ -3,7 +3,7 @@
  * Test helper for the perf.data module:
  *
  *   perfdata_tool synth ELF OUT [--pad BYTES] [--vdso] [--vdso-call] [--per-thread]
- *                     [--timeless] [--aux-flags FLAGS] [--expect]
+ *                     [--timeless] [--aux-flags FLAGS] [--bpf-jit] [--expect]
  *       Writes OUT, a capture of one run of tests/targets/pd_calls (ELF) as the pt
  *       backend would record it on CPU 0: the intel_pt and sideband attrs,
  *       AUXTRACE_INFO, COMM/MMAP2/ITRACE_START/SWITCH_CPU_WIDE/EXIT/AUX, a trigger, and
@@ -12,6 +12,12 @@
  *       this process's vDSO; --per-thread records one AUX buffer for the thread, as
  *       `perf record --per-thread` or magic-trace do, with no context switch records;
  *       --timeless clears cap_user_time_zero (a kernel without TSC conversion);
+ *       --bpf-jit (root) writes OUT as perf's directory form (OUT/data, OUT/kcore_dir)
+ *       and makes the thread go on in the kernel after its system call, as a --kernel
+ *       capture with the in-kernel freeze ends: a fake kernel function (kcore_dir/kcore)
+ *       calls a real BPF program's JIT code (a socket filter loaded here, its image
+ *       recorded by kcore_add_bpf_jit() as the pt backend does), which returns, and
+ *       the trace ends; the JIT's jumps and calls out of its image land on `ret`s;
  *       --aux-flags adds a PERF_RECORD_AUX with PERF_AUX_FLAG_OVERWRITE | FLAGS
  *       (TRUNCATED 1, PARTIAL 4, COLLISION 8) on CPU 0 in the middle of the run, as the
  *       kernel reports lost or damaged trace;
@@ -47,7 +53,11 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
+#include <sys/syscall.h>
+
 #include "array.h"
+#include "kcore.h"
 #include "perfdata.h"
 #include "symtab.h"
 #include "trigger.h"
@@ -265,8 +275,225 @@ static int vdso_walk(const uint8_t *image, size_t size, struct vdso_call *vc)
 }
 
 /* PT for pd_calls' run, user-only tracing, returns compressed. */
+/* PSB+ with a TSC, 64-bit mode, and tracing enabled at `ip`. */
+static int enc_enable(struct pt_encoder *e, uint64_t tsc, enum pt_ip_compression ipc, uint64_t ip)
+{
+	struct pt_packet p = { .type = ppt_psb };
+	int err = enc(e, &p);
+
+	p.type = ppt_tsc;
+	p.payload.tsc.tsc = tsc;
+	err |= enc(e, &p);
+	p.type = ppt_psbend;
+	err |= enc(e, &p);
+	memset(&p, 0, sizeof(p));
+	p.type = ppt_mode;
+	p.payload.mode.leaf = pt_mol_exec;
+	p.payload.mode.bits.exec.csl = 1;
+	err |= enc(e, &p);
+	memset(&p, 0, sizeof(p));
+	p.type = ppt_tip_pge;
+	p.payload.ip.ipc = ipc;
+	p.payload.ip.ip = ip;
+	return err | enc(e, &p);
+}
+
+/* --bpf-jit: a fake kernel function at `caller` that calls the JIT image at `jit`. */
+struct kernel_jit {
+	uint64_t caller;		/* "call jit; ret" (fake_perf_tp_event in kallsyms) */
+	uint64_t jit;			/* the program's JITed code */
+	uint64_t outside[8];		/* its branch targets out of its image: a `ret` each */
+	int nr_outside;
+	unsigned int bits, nr_bits;	/* the TNT bits of the walk, oldest first */
+};
+
+/*
+ * The path through the JIT image from its entry with capstone: conditional branches not
+ * taken, direct calls and jumps out of the image land on a `ret` (which returns to the
+ * call, or for a jump to our caller), a return ends it. One TNT packet holds it.
+ */
+static int jit_walk(const uint8_t *code0, size_t size, struct kernel_jit *kj)
+{
+	cs_insn *insn;
+	uint64_t off = 0;
+	csh cs;
+	int steps, err = -ENOTSUP;
+
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
+		return -ENOTSUP;
+	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+	insn = cs_malloc(cs);
+	for (steps = 0; insn && steps < 500 && off < size && kj->nr_bits < 6; steps++) {
+		const uint8_t *code = code0 + off;
+		size_t left = size - off;
+		uint64_t at = kj->jit + off;
+		const cs_x86_op *op;
+
+		if (!cs_disasm_iter(cs, &code, &left, &at, insn))
+			break;
+		if (cs_insn_group(cs, insn, CS_GRP_RET)) {
+			kj->bits |= 1u << kj->nr_bits++;	/* compressed, to our caller */
+			err = 0;
+			break;
+		}
+		if (!cs_insn_group(cs, insn, CS_GRP_JUMP) && !cs_insn_group(cs, insn, CS_GRP_CALL)) {
+			off = at - kj->jit;
+			continue;
+		}
+		op = &insn->detail->x86.operands[0];
+		if (insn->detail->x86.op_count != 1 || op->type != X86_OP_IMM)
+			break;		/* indirect: not modelled */
+		if (insn->id != X86_INS_JMP && insn->id != X86_INS_CALL) {
+			kj->nr_bits++;	/* conditional: not taken, a 0 bit */
+			off = at - kj->jit;
+			continue;
+		}
+		if ((uint64_t)op->imm >= kj->jit && (uint64_t)op->imm < kj->jit + size) {
+			if (insn->id == X86_INS_CALL)
+				break;	/* a call within the image: not modelled */
+			off = op->imm - kj->jit;
+			continue;
+		}
+		if (kj->nr_outside == 8)
+			break;
+		kj->outside[kj->nr_outside++] = op->imm;
+		kj->bits |= 1u << kj->nr_bits++;	/* the `ret` there: compressed */
+		if (insn->id == X86_INS_JMP) {
+			err = 0;	/* a return thunk: it returns to our caller */
+			break;
+		}
+		off = at - kj->jit;
+	}
+	if (insn)
+		cs_free(insn, 1);
+	cs_close(&cs);
+	return err;
+}
+
+/* A fake kcore: ELF core, one PT_LOAD per page at its kernel address. */
+static int write_fake_kcore(const char *path, const uint64_t *pages, const uint8_t (*bytes)[4096],
+			    int n)
+{
+	Elf64_Ehdr eh = {
+		.e_ident = { ELFMAG0, ELFMAG1, ELFMAG2, ELFMAG3, ELFCLASS64, ELFDATA2LSB,
+			     EV_CURRENT },
+		.e_type = ET_CORE, .e_machine = EM_X86_64, .e_version = EV_CURRENT,
+		.e_phoff = sizeof(Elf64_Ehdr), .e_ehsize = sizeof(Elf64_Ehdr),
+		.e_phentsize = sizeof(Elf64_Phdr), .e_phnum = n,
+	};
+	FILE *f = fopen(path, "w");
+	int i, ok;
+
+	if (!f)
+		return -errno;
+	ok = fwrite(&eh, sizeof(eh), 1, f) == 1;
+	for (i = 0; i < n && ok; i++) {
+		Elf64_Phdr ph = {
+			.p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_vaddr = pages[i],
+			.p_offset = 4096 * (i + 1), .p_filesz = 4096, .p_memsz = 4096,
+			.p_align = 4096,
+		};
+
+		ok = fwrite(&ph, sizeof(ph), 1, f) == 1;
+	}
+	for (i = 0; i < n && ok; i++)
+		ok = !fseek(f, 4096 * (i + 1), SEEK_SET) && fwrite(bytes[i], 4096, 1, f) == 1;
+	return fclose(f) || !ok ? -EIO : 0;
+}
+
+/*
+ * kcore_dir for --bpf-jit: a socket filter "r0 = 0; exit" loaded and its JIT image
+ * recorded by kcore_add_bpf_jit(); a fake kcore with the caller and a `ret` at every
+ * target the walk leaves the image for; kallsyms naming the caller.
+ */
+static int make_kernel_jit(const char *kdir, struct kernel_jit *kj)
+{
+	struct bpf_insn prog[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+	uint64_t pages[9];
+	static uint8_t bytes[9][4096];
+	uint8_t *code = NULL;
+	char path[PATH_MAX + 16];
+	int32_t rel;
+	FILE *f;
+	int fd, i, err;
+
+	fd = bpf_prog_load(BPF_PROG_TYPE_SOCKET_FILTER, "ptbpf_jit_test", "GPL", prog, 2, NULL);
+	if (fd < 0)
+		return fail("--bpf-jit", "cannot load a BPF program (run as root)");
+	if (mkdir(kdir, 0700) && errno != EEXIST)
+		return fail(kdir, strerror(errno));
+	snprintf(path, sizeof(path), "%s/modules", kdir);
+	f = fopen(path, "w");
+	if (!f || fclose(f))
+		return fail(path, "cannot write");
+	/* the caller goes into kallsyms first; kcore_add_bpf_jit() appends the program */
+	if (bpf_obj_get_info_by_fd(fd, &info, &len) || !info.jited_prog_len)
+		return fail("--bpf-jit", "the program is not JITed");
+	code = malloc(info.jited_prog_len);
+	len = info.jited_prog_len;
+	memset(&info, 0, sizeof(info));
+	info.jited_prog_len = len;
+	info.jited_prog_insns = (uintptr_t)code;
+	info.nr_jited_ksyms = 1;
+	info.jited_ksyms = (uintptr_t)&kj->jit;
+	len = sizeof(info);
+	if (!code || bpf_obj_get_info_by_fd(fd, &info, &len) || !kj->jit)
+		return fail("--bpf-jit", "cannot read the JIT image (kernel.kptr_restrict?)");
+	err = jit_walk(code, info.jited_prog_len, kj);
+	free(code);
+	if (err)
+		return fail("--bpf-jit", "the JIT image has a branch this tool does not model");
+	kj->caller = (kj->jit & ~0xfffull) - (1ull << 20);
+	pages[0] = kj->caller;
+	rel = (int32_t)(kj->jit - (kj->caller + 5));
+	bytes[0][0] = 0xe8;			/* call jit */
+	memcpy(&bytes[0][1], &rel, 4);
+	bytes[0][5] = 0xc3;			/* ret */
+	for (i = 0; i < kj->nr_outside; i++) {
+		pages[i + 1] = kj->outside[i] & ~0xfffull;
+		memset(bytes[i + 1], 0xc3, 4096);
+	}
+	snprintf(path, sizeof(path), "%s/kcore", kdir);
+	err = write_fake_kcore(path, pages, (const uint8_t (*)[4096])bytes, kj->nr_outside + 1);
+	snprintf(path, sizeof(path), "%s/kallsyms", kdir);
+	f = fopen(path, "w");
+	if (err || !f)
+		return fail(path, "cannot write");
+	fprintf(f, "%016llx T fake_perf_tp_event\n", (unsigned long long)kj->caller);
+	for (i = 0; i < kj->nr_outside; i++)
+		fprintf(f, "%016llx T fake_return_thunk_%d\n",
+			(unsigned long long)(kj->outside[i] & ~0xfffull), i);
+	if (fclose(f))
+		return fail(path, "cannot write");
+	err = kcore_add_bpf_jit(kdir, &fd, 1);
+	close(fd);
+	return err ? fail(kdir, "kcore_add_bpf_jit failed") : 0;
+}
+
+/* After the user part: the thread in the kernel, through the JIT code, to the end. */
+static int encode_kernel(struct pt_encoder *e, const struct kernel_jit *kj)
+{
+	struct pt_packet p;
+	int err = 0;
+
+	err |= enc_enable(e, TSC_START + 100, pt_ipc_full, kj->caller);
+	memset(&p, 0, sizeof(p));
+	p.type = ppt_tnt_8;
+	p.payload.tnt.bit_size = (uint8_t)kj->nr_bits;
+	/* the oldest bit is the packet's most significant */
+	for (unsigned int i = 0; i < kj->nr_bits; i++)
+		p.payload.tnt.payload |= (uint64_t)((kj->bits >> i) & 1) << (kj->nr_bits - 1 - i);
+	err |= enc(e, &p);
+	return err;
+}
+
 static int encode_trace(const struct elf_info *ei, const struct vdso_call *vc, uint8_t *buf,
-			size_t size, size_t pad, size_t *len)
+			size_t size, size_t pad, size_t *len, const struct kernel_jit *kj)
 {
 	struct pt_config cfg;
 	struct pt_encoder *e;
@@ -282,23 +509,7 @@ static int encode_trace(const struct elf_info *ei, const struct vdso_call *vc, u
 	e = pt_alloc_encoder(&cfg);
 	if (!e)
 		return -ENOMEM;
-	memset(&p, 0, sizeof(p));
-	p.type = ppt_psb;
-	err |= enc(e, &p);
-	p.type = ppt_tsc;
-	p.payload.tsc.tsc = TSC_START;
-	err |= enc(e, &p);
-	p.type = ppt_psbend;
-	err |= enc(e, &p);
-	memset(&p, 0, sizeof(p));
-	p.type = ppt_mode;
-	p.payload.mode.leaf = pt_mol_exec;
-	p.payload.mode.bits.exec.csl = 1;
-	err |= enc(e, &p);
-	p.type = ppt_tip_pge;
-	p.payload.ip.ipc = pt_ipc_sext_48;
-	p.payload.ip.ip = ei->start;
-	err |= enc(e, &p);
+	err |= enc_enable(e, TSC_START, pt_ipc_sext_48, ei->start);
 	for (i = 0; i < NSTEPS && !err; i++) {
 		switch (steps[i].kind) {
 		case CALL:
@@ -328,6 +539,8 @@ static int encode_trace(const struct elf_info *ei, const struct vdso_call *vc, u
 			break;
 		}
 	}
+	if (kj && !err)
+		err |= encode_kernel(e, kj);
 	memset(&p, 0, sizeof(p));
 	p.type = ppt_pad;
 	for (i = 0; i < pad && !err; i++)
@@ -374,8 +587,10 @@ static int add_vdso(struct capture *cap)
 }
 
 static int synth(const char *elf_path, const char *out, size_t pad, bool vdso, bool vdso_call,
-		 bool per_thread, bool timeless, uint64_t aux_flags)
+		 bool per_thread, bool timeless, uint64_t aux_flags, bool bpf_jit)
 {
+	struct kernel_jit kjit = { 0 };
+	char data_path[PATH_MAX];
 	static const uint64_t pt_id = 101, sb_id = 102;
 	struct perf_event_attr pt = { .size = sizeof(pt) }, sb = { .size = sizeof(sb) };
 	char path[PATH_MAX];
@@ -407,7 +622,19 @@ static int synth(const char *elf_path, const char *out, size_t pad, bool vdso, b
 			return fail("synth", "no " VDSO_FUNC " with only direct branches in the vDSO");
 		vc = &vcall;
 	}
-	err = encode_trace(&ei, vc, trace, size, pad, &len);
+	snprintf(data_path, sizeof(data_path), "%s", out);
+	if (bpf_jit) {
+		char kdir[PATH_MAX];
+
+		/* perf's directory form: OUT/data and OUT/kcore_dir */
+		if (mkdir(out, 0700) && errno != EEXIST)
+			return fail(out, strerror(errno));
+		snprintf(kdir, sizeof(kdir), "%s/kcore_dir", out);
+		snprintf(data_path, sizeof(data_path), "%s/data", out);
+		if (make_kernel_jit(kdir, &kjit))
+			return 1;
+	}
+	err = encode_trace(&ei, vc, trace, size, pad, &len, bpf_jit ? &kjit : NULL);
 	if (err)
 		return fail("synth", "libipt encoder failed");
 
@@ -561,7 +788,7 @@ static int synth(const char *elf_path, const char *out, size_t pad, bool vdso, b
 	err = err ?: capture__add_aux(cap, &aux, trace);
 	if (err)
 		return fail("synth", strerror(-err));
-	err = perfdata_write(out, cap);
+	err = perfdata_write(data_path, cap);
 	capture__free(cap);
 	free(trace);
 	return err ? 1 : 0;
@@ -644,6 +871,7 @@ int main(int argc, char **argv)
 	bool vdso = false, vdso_call = false, want_expect = false, per_thread = false;
 	bool timeless = false;
 	uint64_t aux_flags = 0;
+	bool bpf_jit = false;
 	int i;
 
 	if (argc >= 4 && !strcmp(argv[1], "rewrite"))
@@ -662,6 +890,8 @@ int main(int argc, char **argv)
 				per_thread = true;
 			else if (!strcmp(argv[i], "--timeless"))
 				timeless = true;
+			else if (!strcmp(argv[i], "--bpf-jit"))
+				bpf_jit = true;
 			else if (!strcmp(argv[i], "--aux-flags") && i + 1 < argc)
 				aux_flags = strtoull(argv[++i], NULL, 0);
 			else if (!strcmp(argv[i], "--expect"))
@@ -671,10 +901,10 @@ int main(int argc, char **argv)
 			return expect(vdso_call);
 		if (argc >= 4)
 			return synth(argv[2], argv[3], pad, vdso, vdso_call, per_thread, timeless,
-				     aux_flags);
+				     aux_flags, bpf_jit);
 	}
 	fprintf(stderr, "usage: perfdata_tool synth ELF OUT [--pad BYTES] [--vdso] [--vdso-call] "
-			"[--per-thread] [--timeless] [--aux-flags FLAGS] [--expect]\n"
+			"[--per-thread] [--timeless] [--aux-flags FLAGS] [--bpf-jit] [--expect]\n"
 			"       perfdata_tool install-vdso CAPTURE DIR\n"
 			"       perfdata_tool rewrite IN OUT [--no-vdso]\n");
 	return 2;

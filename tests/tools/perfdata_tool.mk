@@ -4,7 +4,7 @@ PERFDATA_TOOL := $(OUTPUT)/tests/perfdata_tool
 
 all: $(PERFDATA_TOOL)
 
-$(PERFDATA_TOOL): tests/tools/perfdata_tool.c $(DECODER_LIB)
+$(PERFDATA_TOOL): tests/tools/perfdata_tool.c $(DECODER_LIB) $(USER_LIB)
 	$(call msg,BINARY,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(call compile,-Iperfdata -Idecoder) $< $(DECODER_LIB) $(LDFLAGS) $(PTBPF_LDLIBS) -o $@
+	$(Q)$(call compile,-Iperfdata -Idecoder -Iuser/pt) $< $(USER_LIB) $(DECODER_LIB) $(LDFLAGS) $(PTBPF_LDLIBS) -o $@

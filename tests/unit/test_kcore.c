@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <bpf/bpf.h>
 
 #include "kcore.h"
 
@@ -178,11 +179,92 @@ static void test_errors(void **state)
 	assert_int_equal(kcore_copy(&src, ""), -EINVAL);
 }
 
+/*
+ * The JIT image of a real program (a socket filter "r0 = 0; exit" loaded here): bpf_jit
+ * holds its bytes at its address, kallsyms names it; what cannot be read is said.
+ */
+static void test_bpf_jit(void **state)
+{
+	struct bpf_insn prog[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+	char dir[64], path[128], line[256], want[128];
+	uint8_t insns[256], got[256];
+	uint64_t ksym = 0;
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	bool named = false;
+	int fd, kfd, bad = 12345;
+	FILE *f;
+
+	assert_int_equal(kcore_add_bpf_jit(NULL, &bad, 1), -EINVAL);
+	assert_int_equal(kcore_add_bpf_jit("/nonexistent", NULL, 0), 0);	/* none: nothing */
+	if (geteuid()) {
+		printf("SKIP: loading a BPF program needs root\n");
+		skip();
+	}
+	fd = bpf_prog_load(BPF_PROG_TYPE_SOCKET_FILTER, "kcore_test", "GPL", prog, 2, NULL);
+	assert_true(fd >= 0);
+	assert_int_equal(bpf_obj_get_info_by_fd(fd, &info, &len), 0);
+	if (!info.jited_prog_len) {
+		close(fd);
+		printf("SKIP: net.core.bpf_jit_enable=0: no JIT image\n");
+		skip();
+	}
+	assert_true(info.jited_prog_len <= sizeof(insns));
+	len = info.jited_prog_len;
+	memset(&info, 0, sizeof(info));
+	info.jited_prog_len = len;
+	info.jited_prog_insns = (uintptr_t)insns;
+	info.nr_jited_ksyms = 1;
+	info.jited_ksyms = (uintptr_t)&ksym;
+	len = sizeof(info);
+	assert_int_equal(bpf_obj_get_info_by_fd(fd, &info, &len), 0);
+
+	snprintf(dir, sizeof(dir), "/tmp/ptbpf-test-jit-%d", getpid());
+	assert_int_equal(mkdir(dir, 0700), 0);
+	assert_int_equal(kcore_add_bpf_jit(dir, &fd, 1), 0);
+	snprintf(path, sizeof(path), "%s/bpf_jit", dir);
+	kfd = open(path, O_RDONLY);
+	assert_true(kfd >= 0);
+	assert_int_equal(pread(kfd, &eh, sizeof(eh), 0), sizeof(eh));
+	assert_int_equal(eh.e_type, ET_CORE);
+	assert_int_equal(eh.e_phnum, 1);
+	assert_int_equal(pread(kfd, &ph, sizeof(ph), eh.e_phoff), sizeof(ph));
+	assert_int_equal(ph.p_type, PT_LOAD);
+	assert_int_equal(ph.p_vaddr, ksym);
+	assert_int_equal(ph.p_filesz, info.jited_prog_len);
+	assert_int_equal(pread(kfd, got, ph.p_filesz, ph.p_offset), (ssize_t)ph.p_filesz);
+	assert_memory_equal(got, insns, ph.p_filesz);
+	close(kfd);
+	snprintf(path, sizeof(path), "%s/kallsyms", dir);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	snprintf(want, sizeof(want), "%016llx t bpf_prog_", (unsigned long long)ksym);
+	while (fgets(line, sizeof(line), f))
+		named |= !strncmp(line, want, strlen(want)) && strstr(line, "_kcore_test\t[bpf]");
+	fclose(f);
+	assert_true(named);
+	/* a descriptor that is no program: one line, an error, no image */
+	assert_int_equal(unlink(path), 0);
+	snprintf(path, sizeof(path), "%s/bpf_jit", dir);
+	assert_int_equal(unlink(path), 0);
+	assert_true(kcore_add_bpf_jit(dir, &bad, 1) < 0);
+	assert_int_not_equal(access(path, F_OK), 0);
+	close(fd);
+	snprintf(path, sizeof(path), "rm -rf %s", dir);
+	assert_int_equal(system(path), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_copy),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_bpf_jit),
 	};
 
 	return cmocka_run_group_tests_name("kcore", tests, setup, teardown);

@@ -8,8 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <bpf/bpf.h>
+#include <linux/bpf.h>
 
 #include "kcore.h"
 #include "log.h"
@@ -299,4 +302,130 @@ int kcore_copy(const struct kcore_src *src, const char *dir)
 	}
 	elog("--kernel: %s kept changing during the copy (modules loading?)\n", s.kallsyms);
 	return -EAGAIN;
+}
+
+/* One program's JITed functions: pieces[] point into `mem` at `mem_off` on. */
+static int jit_pieces(int prog_fd, int mem, uint64_t *mem_off, struct piece *pieces, int max,
+		      FILE *syms)
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info), nr_ksyms, nr_lens, insns_len, i;
+	uint64_t *ksyms = NULL, off = 0;
+	__u32 *lens = NULL;
+	uint8_t *insns = NULL;
+	char tag[2 * BPF_TAG_SIZE + 1];
+	int n = 0, err = 0;
+
+	if (bpf_obj_get_info_by_fd(prog_fd, &info, &len))
+		return -errno;
+	nr_ksyms = info.nr_jited_ksyms;
+	nr_lens = info.nr_jited_func_lens;
+	insns_len = info.jited_prog_len;
+	if (!insns_len || !nr_ksyms || nr_ksyms != nr_lens)
+		return -ENOENT;		/* not JITed (the interpreter runs it) */
+	if (nr_ksyms > (__u32)max)
+		return -E2BIG;
+	ksyms = calloc(nr_ksyms, sizeof(*ksyms));
+	lens = calloc(nr_lens, sizeof(*lens));
+	insns = malloc(insns_len);
+	if (!ksyms || !lens || !insns) {
+		err = -ENOMEM;
+		goto out;
+	}
+	memset(&info, 0, sizeof(info));
+	info.nr_jited_ksyms = nr_ksyms;
+	info.jited_ksyms = (uintptr_t)ksyms;
+	info.nr_jited_func_lens = nr_lens;
+	info.jited_func_lens = (uintptr_t)lens;
+	info.jited_prog_len = insns_len;
+	info.jited_prog_insns = (uintptr_t)insns;
+	len = sizeof(info);
+	if (bpf_obj_get_info_by_fd(prog_fd, &info, &len)) {
+		err = -errno;
+		goto out;
+	}
+	/* the kernel zeroes what bpf_dump_raw_ok() does not let this caller see */
+	if (!ksyms[0] || info.jited_prog_len != insns_len) {
+		err = -EPERM;
+		goto out;
+	}
+	for (i = 0; i < BPF_TAG_SIZE; i++)
+		sprintf(tag + 2 * i, "%02x", info.tag[i]);
+	if (pwrite(mem, insns, insns_len, *mem_off) != (ssize_t)insns_len) {
+		err = -EIO;
+		goto out;
+	}
+	/* the functions' bytes follow each other in jited_prog_insns, main program first */
+	for (i = 0; i < nr_ksyms && off + lens[i] <= insns_len; i++) {
+		pieces[n++] = (struct piece){ ksyms[i], lens[i], *mem_off + off };
+		off += lens[i];
+		if (i)	/* a subprogram: the kernel names it after its BTF func_info */
+			fprintf(syms, "%016llx t bpf_prog_%s_%s_f%u\t[bpf]\n",
+				(unsigned long long)ksyms[i], tag, info.name, i);
+		else
+			fprintf(syms, "%016llx t bpf_prog_%s_%s\t[bpf]\n",
+				(unsigned long long)ksyms[i], tag, info.name);
+	}
+	*mem_off += insns_len;
+	err = n;
+out:
+	free(ksyms);
+	free(lens);
+	free(insns);
+	return err;
+}
+
+int kcore_add_bpf_jit(const char *dir, const int *prog_fds, int nr)
+{
+	Elf64_Ehdr eh = {
+		.e_ident = { ELFMAG0, ELFMAG1, ELFMAG2, ELFMAG3, ELFCLASS64, ELFDATA2LSB,
+			     EV_CURRENT, ELFOSABI_NONE },
+		.e_type = ET_CORE,
+		.e_machine = EM_X86_64,
+		.e_version = EV_CURRENT,
+		.e_ehsize = sizeof(Elf64_Ehdr),
+		.e_phentsize = sizeof(Elf64_Phdr),
+	};
+	struct piece pieces[MAX_PIECES];
+	char path[PATH_MAX];
+	uint64_t mem_off = 0;
+	FILE *syms = NULL;
+	int mem, i, n = 0, got, err = 0;
+
+	if (!dir || (nr && !prog_fds))
+		return -EINVAL;
+	if (!nr)
+		return 0;
+	mem = memfd_create("ptbpf-bpf-jit", MFD_CLOEXEC);
+	if (mem < 0)
+		return -errno;
+	snprintf(path, sizeof(path), "%s/kallsyms", dir);
+	syms = fopen(path, "ae");
+	if (!syms) {
+		err = -errno;
+		elog("--kernel: cannot add the BPF programs to %s: %s\n", path, strerror(-err));
+		goto out;
+	}
+	for (i = 0; i < nr && !err; i++) {
+		got = jit_pieces(prog_fds[i], mem, &mem_off, pieces + n, MAX_PIECES - n, syms);
+		if (got < 0) {
+			err = got;
+			elog("--kernel: cannot read the JIT image of BPF program fd %d: %s%s\n",
+			     prog_fds[i], strerror(-err), err == -EPERM ? " (the kernel hides it: "
+			     "kernel.kptr_restrict, or no CAP_SYSLOG)" : "");
+		} else {
+			n += got;
+		}
+	}
+	if (fclose(syms) && !err)
+		err = -errno;
+	if (err)
+		goto out;
+	snprintf(path, sizeof(path), "%s/bpf_jit", dir);
+	err = write_kcore(mem, &eh, pieces, n, path);
+	if (err)
+		elog("--kernel: cannot write %s: %s\n", path, strerror(-err));
+out:
+	close(mem);
+	return err;
 }

@@ -25,4 +25,20 @@ struct kcore_src {
  */
 int kcore_copy(const struct kcore_src *src, const char *dir);
 
+/*
+ * The JIT images of the BPF programs `prog_fds` (ptbpf's trigger programs: with --kernel
+ * the trace runs through them, and through perf_tp_event() after them, up to the freeze),
+ * which the kcore copy lacks: BPF JIT code lives in its own execmem allocations, outside
+ * the kernel text and the module area. Written as `dir`/bpf_jit, an ELF core file laid
+ * out as the kcore copy (one PT_LOAD per JITed function at its kernel address), and
+ * named in `dir`/kallsyms ("ADDR t bpf_prog_TAG_NAME [bpf]", as /proc/kallsyms names
+ * them when net.core.bpf_jit_kallsyms is on). The bytes and addresses come from
+ * bpf_obj_get_info_by_fd(): jited_prog_insns, jited_ksyms, jited_func_lens, as perf
+ * records them (tools/perf/util/bpf-event.c: perf_event__synthesize_one_bpf_prog(),
+ * PERF_RECORD_KSYMBOL and HEADER_BPF_PROG_INFO). Returns 0, -EPERM when the kernel
+ * hides JIT code or addresses (bpf_dump_raw_ok(): kptr_restrict, no CAP_SYSLOG),
+ * -ENOENT when a program is not JITed, or -errno; prints one line saying what failed.
+ */
+int kcore_add_bpf_jit(const char *dir, const int *prog_fds, int nr);
+
 #endif /* PTBPF_KCORE_H */

@@ -99,6 +99,9 @@ struct backend {
 	int nr_gates;
 	uint64_t *gate_tp;		/* tracepoint id of each gate */
 	int *anchor_fds;		/* one event per gate holding its program; -1 */
+	int *prog_fds;			/* the trigger programs (owned by the triggers), whose
+					 * JIT images a --kernel snapshot records */
+	int nr_prog_fds;
 	int epfd;
 	bool hooks_added;
 	bool enabled;
@@ -399,6 +402,7 @@ static void pt_close(struct backend *b)
 	if (b->epfd >= 0)
 		close(b->epfd);
 	free(b->anchor_fds);
+	free(b->prog_fds);
 	free(b->gate_tp);
 	free(b->cpus);
 	free(b->filter);
@@ -572,6 +576,18 @@ static int pt_attach_gates(struct backend *b, struct triggers *t)
 		err = cpu_open_gates(b, &b->cpus[i]);
 		if (err)
 			return err;
+	}
+	/*
+	 * With the in-kernel freeze a --kernel trace runs through these programs' JIT code
+	 * up to the pause (the gate's, then perf_tp_event()), and the entry programs run in
+	 * the middle of it: their images go with each kcore copy.
+	 */
+	if (b->opts->kernel) {
+		n = triggers__prog_fds(t, NULL, 0);
+		b->prog_fds = n > 0 ? calloc(n, sizeof(int)) : NULL;
+		if (n > 0 && !b->prog_fds)
+			return -ENOMEM;
+		b->nr_prog_fds = n > 0 ? triggers__prog_fds(t, b->prog_fds, n) : 0;
 	}
 	b->gated = true;
 	describe(b);
@@ -837,6 +853,8 @@ static int add_kcore(struct backend *b, struct capture *cap)
 	err = kcore_copy(NULL, dir);
 	if (err)
 		return err;
+	/* without them (said on one line) the kernel decode stops with an error at BPF code */
+	kcore_add_bpf_jit(dir, b->prog_fds, b->nr_prog_fds);
 	cap->kcore_dir = capture__strdup(cap, dir);
 	return cap->kcore_dir ? 0 : -ENOMEM;
 }
