@@ -346,9 +346,13 @@ static void print_summary(const struct capture_run *run, const struct capture *c
 	fprintf(stderr, "%s\n", cap->nr_aux ? "" : " no trace bytes");
 	if (st) {
 		fprintf(stderr, "  covers    %s of execution: %" PRIu64 " instructions, %" PRIu64
-		       " thread(s), %" PRIu64 " calls, %" PRIu64 " decode error(s)\n",
+		       " thread(s), %" PRIu64 " calls, %" PRIu64 " decode error(s)",
 		       fmt_duration(st->last_time - st->first_time, span, sizeof(span)), st->insns,
 		       st->threads, st->calls, st->errors);
+		/* lost trace the kernel reported (PERF_RECORD_AUX flags), marked in the FXT */
+		if (st->gaps)
+			fprintf(stderr, ", %" PRIu64 " gap(s) the kernel reported", st->gaps);
+		fputc('\n', stderr);
 		if (st->slowest_ns)
 			fprintf(stderr, "  slowest   %s  %s\n", fmt_duration(st->slowest_ns, slow, sizeof(slow)),
 			       st->slowest_path);
