@@ -82,6 +82,14 @@ static void clean_rule_dir(const char *rdir)
 				elog("spool: removed %s, left in progress by a previous instance\n", p);
 			continue;
 		}
+		if (has_suffix(d->d_name, ZST_EXT SPOOL_MULTIPART_EXT)) {
+			/* an upload's state: kept while its capture is */
+			pathf(m, sizeof(m), "%s/%.*s", rdir,
+			      (int)(strlen(d->d_name) - strlen(SPOOL_MULTIPART_EXT)), d->d_name);
+			if (access(m, F_OK) && !unlink(p))
+				elog("spool: removed %s: its capture is gone\n", p);
+			continue;
+		}
 		if (has_suffix(d->d_name, ZST_EXT) || has_suffix(d->d_name, FXT_EXT)) {
 			size_t base = strlen(d->d_name) - strlen(has_suffix(d->d_name, ZST_EXT) ?
 								 ZST_EXT : FXT_EXT);
@@ -444,6 +452,8 @@ static int enforce_quota(struct spool *s, uint64_t *evicted)
 		snprintf(p, sizeof(p), "%s" JSON_EXT, e[i].base);
 		unlink(p);
 		snprintf(p, sizeof(p), "%s" ZST_EXT, e[i].base);
+		unlink(p);
+		snprintf(p, sizeof(p), "%s" ZST_EXT SPOOL_MULTIPART_EXT, e[i].base);
 		unlink(p);
 		snprintf(p, sizeof(p), "%s" FXT_EXT, e[i].base);
 		unlink(p);

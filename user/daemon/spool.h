@@ -6,12 +6,18 @@
  * (the uploader, issue 14, relies on it). Directories 0700, files 0600. Anything
  * starting with '.' is in progress; spool__open() removes it, and captures without a
  * manifest, which only a crash leaves.
+ *
+ * The uploader keeps the state of a multipart upload beside its capture, as
+ * <name>.perf.data.zst.multipart (SPOOL_MULTIPART_EXT): it goes with the capture (quota
+ * eviction) and one whose capture is gone is removed at open.
  */
 #ifndef PTBPF_DAEMON_SPOOL_H
 #define PTBPF_DAEMON_SPOOL_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#define SPOOL_MULTIPART_EXT ".multipart"
 
 struct json_object;
 struct spool;
