@@ -80,6 +80,7 @@ struct uploader {
 	/* metrics */
 	uint64_t uploads_ok, uploads_failed, bytes_total;
 	uint64_t parts_sent, parts_resumed;	/* multipart: sent, or already in the store */
+	uint64_t generation;		/* changes with every metric */
 	uint64_t errors[NR_CAUSES];
 	uint64_t hist[NR_BUCKETS + 1];
 	double seconds_sum;
@@ -395,7 +396,8 @@ static int multipart_save(const struct multipart *mp)
 		json_object_array_add(arr, p);
 	}
 	json_object_object_add(root, "parts", arr);
-	text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN);
+	text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN |
+					      JSON_C_TO_STRING_NOSLASHESCAPE);
 	len = strlen(text);
 	/* a dot file: spool__open() removes one a crash left half-written */
 	slash = strrchr(mp->state_path, '/');
@@ -562,6 +564,7 @@ static int upload_multipart(struct uploader *u, struct s3_client *c, const char 
 			     key, mp.upload_id, lp.resumed, mp.nr_parts);
 			pthread_mutex_lock(&u->lock);
 			u->parts_resumed += lp.resumed;
+			u->generation++;
 			pthread_mutex_unlock(&u->lock);
 		}
 	}
@@ -596,6 +599,7 @@ static int upload_multipart(struct uploader *u, struct s3_client *c, const char 
 		mp.stored[i] = true;
 		pthread_mutex_lock(&u->lock);
 		u->parts_sent++;
+		u->generation++;
 		pthread_mutex_unlock(&u->lock);
 		multipart_save(&mp);
 	}
@@ -797,6 +801,7 @@ static void finish_item(struct uploader *u, struct upload_item *done, int err,
 	unsigned delay;
 
 	pthread_mutex_lock(&u->lock);
+	u->generation++;
 	if (!err || cause == CAUSE_GONE) {
 		for (pp = &u->queue; *pp; pp = &(*pp)->next) {
 			if (*pp == done) {
@@ -904,6 +909,16 @@ int uploader__pending(struct uploader *u, uint64_t *files, uint64_t *bytes)
 	}
 	pthread_mutex_unlock(&u->lock);
 	return 0;
+}
+
+uint64_t uploader__generation(struct uploader *u)
+{
+	uint64_t g;
+
+	pthread_mutex_lock(&u->lock);
+	g = u->generation;
+	pthread_mutex_unlock(&u->lock);
+	return g;
 }
 
 int uploader__write_metrics(struct uploader *u, FILE *out)

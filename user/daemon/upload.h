@@ -6,8 +6,10 @@
  * (fleet_key() of user/s3/fleet_layout.h)
  * and leave the spool once the store confirmed them (ETag = MD5 of what was sent, the
  * body's SHA-256 checked by the server). Over 16 MiB, multipart with parts retried on
- * their own; an upload a killed daemon left unfinished is aborted and restarted, so an
- * object under its final name is always complete.
+ * their own; the upload id and the confirmed parts are kept beside the capture
+ * (SPOOL_MULTIPART_EXT), so an upload a killed daemon or a store outage interrupted
+ * resumes with the parts the store does not hold yet; an object under its final name is
+ * always complete.
  */
 #ifndef PTBPF_UPLOAD_H
 #define PTBPF_UPLOAD_H
@@ -37,6 +39,8 @@ int  uploader__start(struct uploader *u);
 void uploader__enqueue(struct uploader *u, const char *manifest_path);
 /* Prometheus text: ptbpf_upload* families */
 int  uploader__write_metrics(struct uploader *u, FILE *out);
+/* A number that changes whenever a metric does (the daemon then publishes them). */
+uint64_t uploader__generation(struct uploader *u);
 /* stops threads; safe on NULL */
 void uploader__free(struct uploader *u);
 

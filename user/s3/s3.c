@@ -697,6 +697,17 @@ out:
 	return err;
 }
 
+/* Where the next page of a truncated listing starts (the value of `tag`), or NULL. */
+static char *next_page(const char *xml, const char *tag)
+{
+	char *truncated = xml_next(xml, "IsTruncated", NULL), *next = NULL;
+
+	if (truncated && !strcmp(truncated, "true"))
+		next = xml_next(xml, tag, NULL);
+	free(truncated);
+	return next;
+}
+
 int s3__list(struct s3_client *c, const char *prefix, const char *delimiter, s3_list_fn fn,
 	     void *ctx)
 {
@@ -708,7 +719,7 @@ int s3__list(struct s3_client *c, const char *prefix, const char *delimiter, s3_
 		struct s3_param q[5];
 		size_t n = 0;
 		const char *pos;
-		char *item, *truncated;
+		char *item;
 
 		q[n++] = (struct s3_param){ "list-type", "2" };
 		q[n++] = (struct s3_param){ "prefix", prefix ? prefix : "" };
@@ -742,10 +753,7 @@ int s3__list(struct s3_client *c, const char *prefix, const char *delimiter, s3_
 		}
 		if (err)
 			break;
-		truncated = xml_next(r.data, "IsTruncated", NULL);
-		if (truncated && !strcmp(truncated, "true"))
-			token = xml_next(r.data, "NextContinuationToken", NULL);
-		free(truncated);
+		token = next_page(r.data, "NextContinuationToken");
 	} while (token);
 	free(token);
 	response_free(&r);
@@ -950,7 +958,7 @@ int s3__multipart_list_parts(struct s3_client *c, const char *key, const char *u
 		struct s3_param q[3];
 		size_t nq = 0;
 		const char *pos = NULL;
-		char *item, *truncated;
+		char *item;
 
 		q[nq++] = (struct s3_param){ "uploadId", upload_id };
 		if (marker)
@@ -980,10 +988,7 @@ int s3__multipart_list_parts(struct s3_client *c, const char *key, const char *u
 		}
 		if (err)
 			break;
-		truncated = xml_next(r.data, "IsTruncated", NULL);
-		if (truncated && !strcmp(truncated, "true"))
-			marker = xml_next(r.data, "NextPartNumberMarker", NULL);
-		free(truncated);
+		marker = next_page(r.data, "NextPartNumberMarker");
 	} while (marker);
 	free(marker);
 	response_free(&r);
