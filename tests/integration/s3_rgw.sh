@@ -380,6 +380,10 @@ su_key=$(sed 's/.*"key":"\([^"]*\)".*/\1/' "$SUSTATE")
 [ "$(s3 -X DELETE -H "x-amz-content-sha256: $EMPTY" -o /dev/null -w '%{http_code}' \
 	"$E/captures/$su_key?uploadId=$su_id")" = 204 ] || fail "cannot abort su's upload $su_id"
 [ -z "$(unfinished fleet/v1/gone/)" ] || fail "su's upload is still known to the store"
+echo "+${SECONDS}s: sk killed with $k_parts parts confirmed, su's upload aborted on the store"
+# restarted without the cap, which only made the first run slow enough to kill mid-way
+dconf sk captures fleet "$TMP/creds.ini" 0 1
+dconf su captures fleet "$TMP/creds.ini" 0 1
 dstart sk
 dstart su
 # meanwhile the wrong secret and the missing bucket have been refused
@@ -402,6 +406,7 @@ dwait sk 'ptbpf_uploads_total{result="ok"}' 1 60 || dfail sk "the restarted daem
 dwait su 'ptbpf_uploads_total{result="ok"}' 1 60 || dfail su "the restarted daemon did not upload the capture"
 dstop sk
 dstop su
+echo "+${SECONDS}s: sk and su restarted and uploaded"
 # sk: the parts its state confirmed were not sent again, the others were
 [ "$(dmetric sk 'ptbpf_upload_multipart_parts_total{result="resumed"}')" = "$k_parts" ] ||
 	dfail sk "resumed parts: $(dmetric sk 'ptbpf_upload_multipart_parts_total{result="resumed"}'), its state confirmed $k_parts"

@@ -337,6 +337,35 @@ static int write_manifest(const char *tmp, struct json_object *m)
 	return commit_tmp(fd, tmp, tmp);
 }
 
+int spool_write_json(const char *path, struct json_object *obj)
+{
+	const char *text = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
+							  JSON_C_TO_STRING_NOSLASHESCAPE);
+	const char *slash = strrchr(path, '/');
+	char tmp[PATH_MAX], dir[PATH_MAX];
+	int fd, err;
+
+	if (!slash)
+		return -EINVAL;
+	err = pathf(tmp, sizeof(tmp), "%.*s.%s.tmp", (int)(slash - path + 1), path, slash + 1);
+	err = err ?: pathf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	if (err)
+		return err;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	err = write_all(fd, text, strlen(text));
+	if (err) {
+		close(fd);
+		unlink(tmp);
+		return err;
+	}
+	err = commit_tmp(fd, tmp, path);
+	if (err)
+		unlink(tmp);
+	return err ?: fsync_dir(dir);
+}
+
 struct entry {
 	char base[PATH_MAX];	/* dir/name without extension */
 	char name[256];		/* name, which starts with the time: sorts oldest first */

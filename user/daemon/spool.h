@@ -33,6 +33,11 @@ struct spool_usage {
  */
 int pathf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Write `obj` to `path` (in a spool directory) as the spool writes its own files: a
+ * temporary .NAME.tmp beside it (spool__open() removes one a crash left), fsync, rename,
+ * the directory fsynced. 0 or -errno. */
+int spool_write_json(const char *path, struct json_object *obj);
+
 /* Create (0700) or check the spool, remove what a crash left. */
 int spool__open(const char *dir, uint64_t max_bytes, uint64_t max_files, struct spool **out);
 void spool__free(struct spool *s);

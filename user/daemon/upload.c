@@ -371,10 +371,7 @@ struct multipart {
 static int multipart_save(const struct multipart *mp)
 {
 	struct json_object *root = json_object_new_object(), *arr = json_object_new_array();
-	char tmp[4096], *slash;
-	const char *text;
-	int fd = -1, err = 0, i;
-	size_t len;
+	int err = 0, i;
 
 	if (!root || !arr) {
 		json_object_put(arr);
@@ -396,32 +393,11 @@ static int multipart_save(const struct multipart *mp)
 		json_object_array_add(arr, p);
 	}
 	json_object_object_add(root, "parts", arr);
-	text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN |
-					      JSON_C_TO_STRING_NOSLASHESCAPE);
-	len = strlen(text);
-	/* a dot file: spool__open() removes one a crash left half-written */
-	slash = strrchr(mp->state_path, '/');
-	snprintf(tmp, sizeof(tmp), "%.*s.%s.tmp", slash ? (int)(slash - mp->state_path + 1) : 0,
-		 mp->state_path, slash ? slash + 1 : mp->state_path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		err = -errno;
-		goto out;
-	}
-	if (write(fd, text, len) != (ssize_t)len || fsync(fd))
-		err = errno ? -errno : -EIO;
-	if (close(fd) && !err)
-		err = -errno;
-	if (!err && rename(tmp, mp->state_path))
-		err = -errno;
-	if (err)
-		unlink(tmp);
-	else
-		fsync_dir_of(mp->state_path);
+	err = spool_write_json(mp->state_path, root);
 out:
 	json_object_put(root);
 	if (err)
-		elog("upload: cannot write %s: %s (a restart sends the whole capture again)\n",
+		elog("upload: cannot write %s: %s (a restart may send its parts again)\n",
 		     mp->state_path, strerror(-err));
 	return err;
 }
