@@ -18,6 +18,7 @@
 
 #include <json-c/json.h>
 
+#include "array.h"
 #include "captures.h"
 #include "cli.h"
 #include "commands.h"
@@ -25,6 +26,7 @@
 #include "s3.h"
 #include "upload.h"
 #include "config.h"
+#include "fleet_layout.h"
 
 #define CAPTURE_SUFFIX ".perf.data.zst"
 
@@ -239,13 +241,21 @@ struct listed {
 	uint64_t time_ns;
 };
 
+/* Manifests fetched at once by `captures ls` (its --help says so). */
+#define LS_IN_FLIGHT 8
+#define LS_IN_FLIGHT_STR "8"
+
 struct ls_ctx {
 	struct s3_client *c;
 	const char *bucket;
+	const char *prefix;		/* of the layout, without '/' around it */
 	const char *host;		/* --host or NULL */
 	uint64_t since_ns;		/* wall clock, 0: all */
 	char **dirs;			/* common prefixes of the first listing */
 	size_t nr_dirs;
+	char **keys;			/* the manifests listed, fetched then */
+	size_t nr_keys, cap_keys;
+	bool reported;			/* an error was told already */
 	struct listed *items;
 	size_t nr, cap;
 	int err;
@@ -273,29 +283,36 @@ static int collect_manifest(const char *key, uint64_t size, void *arg)
 {
 	struct ls_ctx *ls = arg;
 	size_t len = strlen(key);
-	struct json_object *root, *v;
-	char *text = NULL, ckey[4096];
-	const char *slash;
-	size_t text_len = 0;
-	uint64_t time_ns = 0;
-	FILE *mem;
-	int err;
 
 	if (size == UINT64_MAX || len < 5 || strcmp(key + len - 5, ".json"))
 		return 0;
-	mem = open_memstream(&text, &text_len);
-	if (!mem)
+	if (array_grow_sz((void **)&ls->keys, &ls->cap_keys, ls->nr_keys + 1, sizeof(*ls->keys)))
 		return -ENOMEM;
-	err = s3__get(ls->c, key, mem, NULL);
-	fclose(mem);
+	ls->keys[ls->nr_keys] = strdup(key);
+	if (!ls->keys[ls->nr_keys])
+		return -ENOMEM;
+	ls->nr_keys++;
+	return 0;
+}
+
+/* One fetched manifest: kept when it passes --since and --host. */
+static int take_manifest(const char *key, int err, const char *text, size_t text_len,
+			 void *arg)
+{
+	struct ls_ctx *ls = arg;
+	size_t len = strlen(key);
+	struct json_object *root, *v;
+	char ckey[4096];
+	const char *slash;
+	uint64_t time_ns = 0;
+
+	if (err == -ENOENT)
+		return 0;	/* deleted meanwhile */
 	if (err) {
-		free(text);
-		if (err == -ENOENT)
-			return 0;	/* deleted meanwhile */
+		ls->reported = true;
 		return s3_fail(ls->c, err, key);
 	}
 	root = json_tokener_parse(text);
-	free(text);
 	if (!root || !json_object_is_type(root, json_type_object)) {
 		json_object_put(root);
 		elog("warning: s3://%s/%s is not a JSON manifest; skipped\n", ls->bucket, key);
@@ -331,11 +348,18 @@ static int collect_manifest(const char *key, uint64_t size, void *arg)
 	return 0;
 }
 
+/* Newest first; the same time by key, so that the order does not depend on which
+ * manifest arrived first. */
 static int newest_first(const void *a, const void *b)
 {
 	const struct listed *x = a, *y = b;
+	struct json_object *kx, *ky;
 
-	return x->time_ns < y->time_ns ? 1 : x->time_ns > y->time_ns ? -1 : 0;
+	if (x->time_ns != y->time_ns)
+		return x->time_ns < y->time_ns ? 1 : -1;
+	json_object_object_get_ex(x->manifest, "key", &kx);
+	json_object_object_get_ex(y->manifest, "key", &ky);
+	return strcmp(json_object_get_string(kx), json_object_get_string(ky));
 }
 
 static const char *jstr(struct json_object *o, const char *k1, const char *k2)
@@ -381,21 +405,22 @@ static void print_item(const struct listed *it, bool json)
 	       jstr(it->manifest, "key", NULL));
 }
 
-/* Listings of `base` (ending in '/'): one per UTC day since `since_ns`, or all of it. */
-static int list_rule(struct ls_ctx *ls, const char *base)
+/* The manifests of one rule: one listing per UTC day since `since_ns`, or all of it. */
+static int list_rule(struct ls_ctx *ls, const char *rule)
 {
 	char prefix[4096];
 	time_t day, now = time(NULL);
-	struct tm tm;
 	int err;
 
-	if (!ls->since_ns)
-		return s3__list(ls->c, base, NULL, collect_manifest, ls);
+	if (!ls->since_ns) {
+		err = fleet_key(ls->prefix, rule, FLEET_NO_DAY, NULL, NULL, prefix, sizeof(prefix));
+		return err ? err : s3__list(ls->c, prefix, NULL, collect_manifest, ls);
+	}
 	for (day = (time_t)(ls->since_ns / 1000000000ULL); ; day += 86400) {
-		gmtime_r(&day, &tm);
-		snprintf(prefix, sizeof(prefix), "%s%04d/%02d/%02d/%s%s", base, tm.tm_year + 1900,
-			 tm.tm_mon + 1, tm.tm_mday, ls->host ? ls->host : "", ls->host ? "/" : "");
-		err = s3__list(ls->c, prefix, NULL, collect_manifest, ls);
+		err = fleet_key(ls->prefix, rule, (int64_t)day, ls->host, NULL, prefix,
+				sizeof(prefix));
+		if (!err)
+			err = s3__list(ls->c, prefix, NULL, collect_manifest, ls);
 		if (err)
 			return err;
 		if (day / 86400 >= now / 86400)
@@ -545,7 +570,7 @@ static error_t parse_captures_opt(int key, char *arg, struct argp_state *state)
 static int captures_ls(struct captures_env *env, struct s3_client *c, const char *bucket,
 		       const char *prefix)
 {
-	struct ls_ctx ls = { .c = c, .bucket = bucket, .host = env->host };
+	struct ls_ctx ls = { .c = c, .bucket = bucket, .prefix = prefix, .host = env->host };
 	char base[4096];
 	size_t i;
 	int err;
@@ -556,17 +581,28 @@ static int captures_ls(struct captures_env *env, struct s3_client *c, const char
 		clock_gettime(CLOCK_REALTIME, &now);
 		ls.since_ns = (uint64_t)now.tv_sec * 1000000000ULL + now.tv_nsec - env->since_ns;
 	}
-	snprintf(base, sizeof(base), "%s%sv1/", prefix, *prefix ? "/" : "");
 	if (env->rule) {
-		snprintf(base + strlen(base), sizeof(base) - strlen(base), "%s/", env->rule);
-		err = list_rule(&ls, base);
+		err = list_rule(&ls, env->rule);
 	} else {
 		/* the rules are the first level under v1/ */
-		err = s3__list(c, base, "/", collect_dir, &ls);
-		for (i = 0; !err && i < ls.nr_dirs; i++)
-			err = list_rule(&ls, ls.dirs[i]);
+		err = fleet_key(prefix, NULL, FLEET_NO_DAY, NULL, NULL, base, sizeof(base));
+		if (!err)
+			err = s3__list(c, base, "/", collect_dir, &ls);
+		for (i = 0; !err && i < ls.nr_dirs; i++) {
+			char *rule = ls.dirs[i] + strlen(base);
+			size_t len = strlen(rule);
+
+			if (strncmp(ls.dirs[i], base, strlen(base)) || len < 2)
+				continue;
+			rule[len - 1] = '\0';	/* the '/' that ends a common prefix */
+			err = list_rule(&ls, rule);
+		}
 	}
-	if (err && err != -ENOMEM && err != -EBADMSG)
+	/* the manifests, LS_IN_FLIGHT at a time: a day of a busy rule is many objects */
+	if (!err)
+		err = s3__get_many(c, (const char *const *)ls.keys, ls.nr_keys, LS_IN_FLIGHT,
+				   take_manifest, &ls);
+	if (err && err != -ENOMEM && err != -EBADMSG && !ls.reported)
 		s3_fail(c, err, env->url);
 	if (!err) {
 		qsort(ls.items, ls.nr, sizeof(*ls.items), newest_first);
@@ -581,6 +617,9 @@ static int captures_ls(struct captures_env *env, struct s3_client *c, const char
 	for (i = 0; i < ls.nr_dirs; i++)
 		free(ls.dirs[i]);
 	free(ls.dirs);
+	for (i = 0; i < ls.nr_keys; i++)
+		free(ls.keys[i]);
+	free(ls.keys);
 	free(ls.items);
 	return err;
 }
@@ -601,7 +640,9 @@ int cmd_captures(int argc, char **argv)
 		"Credentials: the credentials_file of --config's upload: section, else "
 		"AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, else ~/.aws/credentials "
 		"($AWS_PROFILE or [default]). ls prints newest first: time (UTC), host, rule, "
-		"trigger, latency, size and the capture's key.";
+		"trigger, latency, size and the capture's key. ls lists the date/rule layout "
+		"(one listing per rule and day with --since) and fetches the manifests it "
+		"finds concurrently, up to " LS_IN_FLIGHT_STR " at a time.";
 	static const struct argp_child children[] = { { &s3_cli_argp, 0, NULL, 0 }, {} };
 	static const struct argp argp = {
 		.children = children,

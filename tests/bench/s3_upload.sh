@@ -25,6 +25,7 @@ s3() { curl -sS --aws-sigv4 aws:amz:us-east-1:s3 --user "$RGW_ACCESS_KEY:$RGW_SE
 s3 -X PUT -H "x-amz-content-sha256: $EMPTY" "$E/bench" -o /dev/null
 printf '[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n' \
 	"$RGW_ACCESS_KEY" "$RGW_SECRET_KEY" >"$TMP/creds.ini"
+chmod 600 "$TMP/creds.ini"
 
 # 4 captures of 16 MiB (single PUTs) and one of 64 MiB (multipart for the uploader)
 mkdir -p "$TMP/files"
@@ -69,6 +70,33 @@ for round in 1 2 3; do
 	best_curl=$(awk -v a="$best_curl" -v b="$curl_rate" 'BEGIN { print (b > a) ? b : a }')
 	cpu_per_mb=$(awk -v a="$cpu_per_mb" -v b="$cpu" -v r="$round" 'BEGIN { print (r == 1 || b < a) ? b : a }')
 done
-awk -v t="$best_tool" -v c="$best_curl" -v cpu="$cpu_per_mb" -v mb="$mb" 'BEGIN {
+# The daemon itself on the same spool: its whole CPU time (start-up, spool scan, metrics,
+# uploads) per uploaded MB, from /proc/PID/stat just before it stops.
+spool
+mkdir -p "$TMP/prom"
+cat >"$TMP/ptbpf.yaml" <<EOF
+spool: {dir: $TMP/spool, max_bytes: 1G, max_files: 100}
+metrics: {textfile_dir: $TMP/prom}
+upload:
+  s3: {endpoint: "$E", bucket: bench, prefix: d, path_style: true, credentials_file: $TMP/creds.ini}
+  concurrency: 1
+EOF
+nfiles=$(ls "$TMP/files" | wc -l)
+t0=$(now)
+"$BUILD/ptbpf" daemon --config "$TMP/ptbpf.yaml" --state-dir "$TMP/state" 2>"$TMP/daemon.log" &
+dpid=$!
+for _ in $(seq 1200); do
+	[ "$(awk '$1 == "ptbpf_uploads_total{result=\"ok\"}" { print $2 }' "$TMP/prom/ptbpf.prom" 2>/dev/null)" = "$nfiles" ] && break
+	sleep 0.1
+done
+t1=$(now)
+ticks=$(awk '{ print $14 + $15 }' "/proc/$dpid/stat")
+kill -TERM "$dpid"
+wait "$dpid" || { cat "$TMP/daemon.log"; echo "FAIL: daemon"; exit 1; }
+[ -z "$(ls "$TMP/spool/bench")" ] || { cat "$TMP/daemon.log"; echo "FAIL: the daemon did not drain the spool"; exit 1; }
+daemon_cpu=$(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" -v mb="$mb" 'BEGIN { print t / hz / mb * 1000 }')
+daemon_rate=$(awk -v a="$t0" -v b="$t1" -v mb="$mb" 'BEGIN { print mb / (b - a) }')
+awk -v t="$best_tool" -v c="$best_curl" -v cpu="$cpu_per_mb" -v mb="$mb" -v dc="$daemon_cpu" -v dr="$daemon_rate" 'BEGIN {
 	printf "s3 upload (%.0f MB, best of 3): uploader %.1f MB/s, curl --aws-sigv4 %.1f MB/s: ratio %.2f (goal >= 0.9); uploader CPU %.2f ms per MB\n",
-	       mb, t, c, t / c, cpu }'
+	       mb, t, c, t / c, cpu
+	printf "s3 upload through ptbpf daemon (one run, start to drained, metrics polled at 10 Hz): %.1f MB/s; daemon CPU %.2f ms per uploaded MB\n", dr, dc }'

@@ -19,6 +19,7 @@
 #include <curl/curl.h>
 
 #include "s3.h"
+#include "fleet_layout.h"
 #include "upload.h"
 
 static void test_canonical_query(void **state)
@@ -179,12 +180,22 @@ static void test_url_and_keys(void **state)
 	assert_int_equal(s3_url__parse("s3:///y", &bucket, &prefix), -EINVAL);
 
 	/* 2026-12-01T23:59:59Z: the day of the fire, in UTC */
-	assert_int_equal(upload_object_key("fleet", "slow", 1796169599ULL * 1000000000ULL, "web-1",
-					   "x.perf.data.zst", key, sizeof(key)), 0);
+	assert_int_equal(fleet_key("fleet", "slow", 1796169599, "web-1", "x.perf.data.zst", key,
+				   sizeof(key)), 0);
 	assert_string_equal(key, "fleet/v1/slow/2026/12/01/web-1/x.perf.data.zst");
-	assert_int_equal(upload_object_key("", "r", 0, "h", "n.json", key, sizeof(key)), 0);
+	assert_int_equal(fleet_key("", "r", 0, "h", "n.json", key, sizeof(key)), 0);
 	assert_string_equal(key, "v1/r/1970/01/01/h/n.json");
-	assert_int_equal(upload_object_key("p", "r", 0, "h", "n.json", key, 8), -ENAMETOOLONG);
+	assert_int_equal(fleet_key("p", "r", 0, "h", "n.json", key, 8), -ENAMETOOLONG);
+	/* the listing prefixes `captures ls` uses: the same layout, cut before a part */
+	assert_int_equal(fleet_key("fleet", NULL, FLEET_NO_DAY, NULL, NULL, key, sizeof(key)), 0);
+	assert_string_equal(key, "fleet/v1/");
+	assert_int_equal(fleet_key("fleet", "slow", FLEET_NO_DAY, "web-1", NULL, key,
+				   sizeof(key)), 0);
+	assert_string_equal(key, "fleet/v1/slow/");
+	assert_int_equal(fleet_key("fleet", "slow", 1796169599, NULL, NULL, key, sizeof(key)), 0);
+	assert_string_equal(key, "fleet/v1/slow/2026/12/01/");
+	assert_int_equal(fleet_key("fleet", "slow", 1796169599, "web-1", NULL, key, sizeof(key)), 0);
+	assert_string_equal(key, "fleet/v1/slow/2026/12/01/web-1/");
 }
 
 static void test_ratelimit(void **state)

@@ -126,6 +126,7 @@ struct daemon {
 	uint64_t watchdog_usec;
 	double start_cpu;
 	struct uploader *uploader;	/* NULL: no upload: section */
+	uint64_t upload_generation;	/* of the metrics published last */
 	struct upload_config upload;	/* its settings, moved out of the first config: they
 					 * outlive reloads (a change needs a restart) */
 };
@@ -1503,6 +1504,11 @@ static void tick(struct daemon *d)
 	}
 	if (d->watchdog_usec)
 		sd_notify(0, "WATCHDOG=1");
+	/* uploads progress on their own threads: their metrics are news too */
+	if (d->uploader && uploader__generation(d->uploader) != d->upload_generation) {
+		d->upload_generation = uploader__generation(d->uploader);
+		d->dirty = true;
+	}
 	if (d->dirty || ++d->ticks % PUBLISH_EVERY == 0)
 		publish(d);
 }

@@ -82,6 +82,14 @@ static void clean_rule_dir(const char *rdir)
 				elog("spool: removed %s, left in progress by a previous instance\n", p);
 			continue;
 		}
+		if (has_suffix(d->d_name, ZST_EXT SPOOL_MULTIPART_EXT)) {
+			/* an upload's state: kept while its capture is */
+			pathf(m, sizeof(m), "%s/%.*s", rdir,
+			      (int)(strlen(d->d_name) - strlen(SPOOL_MULTIPART_EXT)), d->d_name);
+			if (access(m, F_OK) && !unlink(p))
+				elog("spool: removed %s: its capture is gone\n", p);
+			continue;
+		}
 		if (has_suffix(d->d_name, ZST_EXT) || has_suffix(d->d_name, FXT_EXT)) {
 			size_t base = strlen(d->d_name) - strlen(has_suffix(d->d_name, ZST_EXT) ?
 								 ZST_EXT : FXT_EXT);
@@ -329,6 +337,35 @@ static int write_manifest(const char *tmp, struct json_object *m)
 	return commit_tmp(fd, tmp, tmp);
 }
 
+int spool_write_json(const char *path, struct json_object *obj)
+{
+	const char *text = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
+							  JSON_C_TO_STRING_NOSLASHESCAPE);
+	const char *slash = strrchr(path, '/');
+	char tmp[PATH_MAX], dir[PATH_MAX];
+	int fd, err;
+
+	if (!slash)
+		return -EINVAL;
+	err = pathf(tmp, sizeof(tmp), "%.*s.%s.tmp", (int)(slash - path + 1), path, slash + 1);
+	err = err ?: pathf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	if (err)
+		return err;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	err = write_all(fd, text, strlen(text));
+	if (err) {
+		close(fd);
+		unlink(tmp);
+		return err;
+	}
+	err = commit_tmp(fd, tmp, path);
+	if (err)
+		unlink(tmp);
+	return err ?: fsync_dir(dir);
+}
+
 struct entry {
 	char base[PATH_MAX];	/* dir/name without extension */
 	char name[256];		/* name, which starts with the time: sorts oldest first */
@@ -444,6 +481,8 @@ static int enforce_quota(struct spool *s, uint64_t *evicted)
 		snprintf(p, sizeof(p), "%s" JSON_EXT, e[i].base);
 		unlink(p);
 		snprintf(p, sizeof(p), "%s" ZST_EXT, e[i].base);
+		unlink(p);
+		snprintf(p, sizeof(p), "%s" ZST_EXT SPOOL_MULTIPART_EXT, e[i].base);
 		unlink(p);
 		snprintf(p, sizeof(p), "%s" FXT_EXT, e[i].base);
 		unlink(p);

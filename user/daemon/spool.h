@@ -6,12 +6,18 @@
  * (the uploader, issue 14, relies on it). Directories 0700, files 0600. Anything
  * starting with '.' is in progress; spool__open() removes it, and captures without a
  * manifest, which only a crash leaves.
+ *
+ * The uploader keeps the state of a multipart upload beside its capture, as
+ * <name>.perf.data.zst.multipart (SPOOL_MULTIPART_EXT): it goes with the capture (quota
+ * eviction) and one whose capture is gone is removed at open.
  */
 #ifndef PTBPF_DAEMON_SPOOL_H
 #define PTBPF_DAEMON_SPOOL_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#define SPOOL_MULTIPART_EXT ".multipart"
 
 struct json_object;
 struct spool;
@@ -26,6 +32,11 @@ struct spool_usage {
  * path (and no -Wformat-truncation guesswork at each call).
  */
 int pathf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Write `obj` to `path` (in a spool directory) as the spool writes its own files: a
+ * temporary .NAME.tmp beside it (spool__open() removes one a crash left), fsync, rename,
+ * the directory fsynced. 0 or -errno. */
+int spool_write_json(const char *path, struct json_object *obj);
 
 /* Create (0700) or check the spool, remove what a crash left. */
 int spool__open(const char *dir, uint64_t max_bytes, uint64_t max_files, struct spool **out);

@@ -22,8 +22,10 @@
 #include <openssl/evp.h>
 
 #include "array.h"
+#include "fleet_layout.h"
 #include "log.h"
 #include "s3.h"
+#include "spool.h"
 #include "upload.h"
 
 #define MULTIPART_THRESHOLD (16ULL << 20)
@@ -77,6 +79,8 @@ struct uploader {
 	bool cause_logged[NR_CAUSES];	/* logged once until an upload succeeds again */
 	/* metrics */
 	uint64_t uploads_ok, uploads_failed, bytes_total;
+	uint64_t parts_sent, parts_resumed;	/* multipart: sent, or already in the store */
+	uint64_t generation;		/* changes with every metric */
 	uint64_t errors[NR_CAUSES];
 	uint64_t hist[NR_BUCKETS + 1];
 	double seconds_sum;
@@ -94,21 +98,6 @@ static uint64_t now_ms(void)
 static char *dup_or_null(const char *s)
 {
 	return s ? strdup(s) : NULL;
-}
-
-int upload_object_key(const char *prefix, const char *rule, uint64_t time_ns, const char *host,
-		      const char *file_name, char *buf, size_t size)
-{
-	time_t t = (time_t)(time_ns / 1000000000ULL);
-	struct tm tm;
-	int n;
-
-	if (!gmtime_r(&t, &tm))
-		return -EINVAL;
-	n = snprintf(buf, size, "%s%sv1/%s/%04d/%02d/%02d/%s/%s", prefix ? prefix : "",
-		     prefix && *prefix ? "/" : "", rule, tm.tm_year + 1900, tm.tm_mon + 1,
-		     tm.tm_mday, host, file_name);
-	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
 int uploader__new(const struct upload_config *cfg, const char *spool_dir, const char *host,
@@ -346,65 +335,6 @@ static void multipart_etag(const struct s3_part *parts, int n, char *buf, size_t
 	snprintf(buf + off, size - off, "-%d", n);
 }
 
-static int upload_multipart(struct s3_client *c, const char *key, int fd, uint64_t size)
-{
-	int nr_parts = (int)((size + PART_SIZE - 1) / PART_SIZE), i, attempt, err;
-	char *upload_id = NULL, want[64], etag[S3_ETAG_MAX];
-	struct s3_part *parts;
-	uint64_t head_size = 0;
-
-	parts = calloc(nr_parts, sizeof(*parts));
-	if (!parts)
-		return -ENOMEM;
-	/* an upload of this key a killed daemon left unfinished: never completed, so never
-	 * visible; abort it (freeing its parts) and start again */
-	err = s3__multipart_abort_all(c, key);
-	if (err == -EACCES || err == -ECANCELED)
-		goto out;
-	err = s3__multipart_create(c, key, &upload_id);
-	if (err)
-		goto out;
-	for (i = 0; i < nr_parts; i++) {
-		uint64_t off = (uint64_t)i * PART_SIZE;
-		uint64_t len = size - off < PART_SIZE ? size - off : PART_SIZE;
-
-		parts[i].number = i + 1;
-		/* each part retried on its own: a failure costs a part, not the object */
-		for (attempt = 1; attempt <= PART_ATTEMPTS; attempt++) {
-			err = s3__multipart_upload_part(c, key, upload_id, &parts[i], fd, off, len);
-			if (!err || err == -EACCES || err == -ENOENT || err == -ECANCELED)
-				break;
-			dlog("upload: %s part %d: %s, attempt %d\n", key, i + 1, strerror(-err),
-			     attempt);
-		}
-		if (err)
-			goto abort;
-	}
-	err = s3__multipart_complete(c, key, upload_id, parts, nr_parts);
-	if (err)
-		goto abort;
-	/* confirmed: the store holds this size, and the ETag its parts' MD5s give */
-	err = s3__head(c, key, &head_size, etag);
-	if (err)
-		goto out;
-	multipart_etag(parts, nr_parts, want, sizeof(want));
-	if (head_size != size || (strchr(etag, '-') && strcasecmp(etag, want)))
-		err = -EBADMSG;
-	goto out;
-abort:
-	if (err != -ECANCELED) {
-		/* keep the client's error: the abort's own answer is not the cause */
-		struct s3_error saved = *s3_client__last_error(c);
-
-		s3__multipart_abort(c, key, upload_id);
-		*(struct s3_error *)s3_client__last_error(c) = saved;
-	}
-out:
-	free(upload_id);
-	free(parts);
-	return err;
-}
-
 static void fsync_dir_of(const char *path)
 {
 	char dir[4096], *slash;
@@ -422,11 +352,270 @@ static void fsync_dir_of(const char *path)
 	}
 }
 
+/*
+ * A multipart upload in progress, kept beside its capture (SPOOL_MULTIPART_EXT) so that a
+ * restarted daemon sends only the parts the store has not confirmed:
+ *   {"key":K,"upload_id":U,"size":N,"part_size":P,"parts":[{"n":1,"etag":E},...]}
+ * rewritten (temporary file, fsync, rename) after each confirmed part.
+ */
+struct multipart {
+	const char *state_path;
+	const char *key;
+	char *upload_id;
+	uint64_t size;
+	int nr_parts;
+	struct s3_part *parts;
+	bool *stored;			/* parts[i] confirmed by the store */
+};
+
+static int multipart_save(const struct multipart *mp)
+{
+	struct json_object *root = json_object_new_object(), *arr = json_object_new_array();
+	int err = 0, i;
+
+	if (!root || !arr) {
+		json_object_put(arr);
+		err = -ENOMEM;
+		goto out;
+	}
+	json_object_object_add(root, "key", json_object_new_string(mp->key));
+	json_object_object_add(root, "upload_id", json_object_new_string(mp->upload_id));
+	json_object_object_add(root, "size", json_object_new_int64((int64_t)mp->size));
+	json_object_object_add(root, "part_size", json_object_new_int64((int64_t)PART_SIZE));
+	for (i = 0; i < mp->nr_parts; i++) {
+		struct json_object *p;
+
+		if (!mp->stored[i])
+			continue;
+		p = json_object_new_object();
+		json_object_object_add(p, "n", json_object_new_int(mp->parts[i].number));
+		json_object_object_add(p, "etag", json_object_new_string(mp->parts[i].etag));
+		json_object_array_add(arr, p);
+	}
+	json_object_object_add(root, "parts", arr);
+	err = spool_write_json(mp->state_path, root);
+out:
+	json_object_put(root);
+	if (err)
+		elog("upload: cannot write %s: %s (a restart may send its parts again)\n",
+		     mp->state_path, strerror(-err));
+	return err;
+}
+
+static void multipart_forget(const struct multipart *mp)
+{
+	if (unlink(mp->state_path) == 0)
+		fsync_dir_of(mp->state_path);
+}
+
+static int hex_md5(const char *hex, uint8_t md5[S3_MD5_LEN])
+{
+	int i;
+
+	if (strlen(hex) != 2 * S3_MD5_LEN)
+		return -EINVAL;
+	for (i = 0; i < S3_MD5_LEN; i++) {
+		unsigned v;
+
+		if (sscanf(hex + 2 * i, "%2x", &v) != 1)
+			return -EINVAL;
+		md5[i] = (uint8_t)v;
+	}
+	return 0;
+}
+
+/* The upload id and the confirmed parts of a saved state for this key and size; the
+ * parts only as `saved` (they count once the store lists them too). 0, or -ENOENT when
+ * there is no usable state. */
+static int multipart_load(struct multipart *mp, char (*saved)[S3_ETAG_MAX])
+{
+	struct json_object *root, *v, *arr;
+	size_t i;
+	int err = -ENOENT;
+
+	root = json_object_from_file(mp->state_path);
+	if (!root)
+		return -ENOENT;
+	if (!json_object_object_get_ex(root, "key", &v) || strcmp(json_object_get_string(v), mp->key) ||
+	    !json_object_object_get_ex(root, "size", &v) || (uint64_t)json_object_get_int64(v) != mp->size ||
+	    !json_object_object_get_ex(root, "part_size", &v) ||
+	    (uint64_t)json_object_get_int64(v) != PART_SIZE ||
+	    !json_object_object_get_ex(root, "upload_id", &v) || !json_object_get_string_len(v) ||
+	    !json_object_object_get_ex(root, "parts", &arr) ||
+	    !json_object_is_type(arr, json_type_array))
+		goto out;
+	mp->upload_id = strdup(json_object_get_string(v));
+	if (!mp->upload_id) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < json_object_array_length(arr); i++) {
+		struct json_object *p = json_object_array_get_idx(arr, i), *n, *e;
+		int num;
+
+		if (!json_object_object_get_ex(p, "n", &n) || !json_object_object_get_ex(p, "etag", &e))
+			continue;
+		num = json_object_get_int(n);
+		if (num >= 1 && num <= mp->nr_parts)
+			snprintf(saved[num - 1], S3_ETAG_MAX, "%s", json_object_get_string(e));
+	}
+	err = 0;
+out:
+	json_object_put(root);
+	return err;
+}
+
+struct listed_parts {
+	struct multipart *mp;
+	char (*saved)[S3_ETAG_MAX];
+	int resumed;
+};
+
+/* A part the store lists: stored when the saved state confirmed it with the same ETag
+ * (the MD5 of what was sent) and it has the size that part has. */
+static int take_listed_part(int number, const char *etag, uint64_t size, void *arg)
+{
+	struct listed_parts *lp = arg;
+	struct multipart *mp = lp->mp;
+	uint64_t off = (uint64_t)(number - 1) * PART_SIZE;
+	struct s3_part *part;
+
+	if (number < 1 || number > mp->nr_parts || !lp->saved[number - 1][0] ||
+	    strcasecmp(etag, lp->saved[number - 1]) ||
+	    size != (mp->size - off < PART_SIZE ? mp->size - off : PART_SIZE))
+		return 0;
+	part = &mp->parts[number - 1];
+	if (hex_md5(etag, part->md5))
+		return 0;
+	snprintf(part->etag, sizeof(part->etag), "%s", etag);
+	if (!mp->stored[number - 1])
+		lp->resumed++;
+	mp->stored[number - 1] = true;
+	return 0;
+}
+
+/* Errors after which the upload is kept for a later try to resume: the store is away or
+ * refuses for now, or the daemon is stopping. */
+static bool resumable_error(int err)
+{
+	return err == -ECONNREFUSED || err == -ETIMEDOUT || err == -EHOSTUNREACH ||
+	       err == -ECOMM || err == -EAGAIN || err == -ECANCELED || err == -EACCES ||
+	       err == -EIO;
+}
+
+static int upload_multipart(struct uploader *u, struct s3_client *c, const char *key, int fd,
+			    uint64_t size, const char *state_path)
+{
+	struct multipart mp = { .state_path = state_path, .key = key, .size = size };
+	char want[64], etag[S3_ETAG_MAX], (*saved)[S3_ETAG_MAX] = NULL;
+	uint64_t head_size = 0;
+	int i, attempt, err;
+
+	mp.nr_parts = (int)((size + PART_SIZE - 1) / PART_SIZE);
+	mp.parts = calloc(mp.nr_parts, sizeof(*mp.parts));
+	mp.stored = calloc(mp.nr_parts, sizeof(*mp.stored));
+	saved = calloc(mp.nr_parts, sizeof(*saved));
+	if (!mp.parts || !mp.stored || !saved) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < mp.nr_parts; i++)
+		mp.parts[i].number = i + 1;
+	/* an upload a previous run started: go on with the parts the store confirmed */
+	if (!multipart_load(&mp, saved)) {
+		struct listed_parts lp = { .mp = &mp, .saved = saved };
+
+		err = s3__multipart_list_parts(c, key, mp.upload_id, take_listed_part, &lp);
+		if (err == -ENOENT) {
+			elog("upload: %s: the store no longer knows upload %s (NoSuchUpload); "
+			     "starting it again\n", key, mp.upload_id);
+			multipart_forget(&mp);
+			free(mp.upload_id);
+			mp.upload_id = NULL;
+			memset(mp.stored, 0, mp.nr_parts * sizeof(*mp.stored));
+		} else if (err) {
+			goto out;
+		} else {
+			elog("upload: %s: resuming upload %s, %d of %d parts already stored\n",
+			     key, mp.upload_id, lp.resumed, mp.nr_parts);
+			pthread_mutex_lock(&u->lock);
+			u->parts_resumed += lp.resumed;
+			u->generation++;
+			pthread_mutex_unlock(&u->lock);
+		}
+	}
+	/* other unfinished uploads of this key (a run killed before it saved the id of one):
+	 * never completed, so never visible; aborting frees their parts */
+	err = s3__multipart_abort_all(c, key, mp.upload_id);
+	if (err == -EACCES || err == -ECANCELED)
+		goto out;
+	if (!mp.upload_id) {
+		err = s3__multipart_create(c, key, &mp.upload_id);
+		if (err)
+			goto out;
+		multipart_save(&mp);
+	}
+	for (i = 0; i < mp.nr_parts; i++) {
+		uint64_t off = (uint64_t)i * PART_SIZE;
+		uint64_t len = size - off < PART_SIZE ? size - off : PART_SIZE;
+
+		if (mp.stored[i])
+			continue;
+		/* each part retried on its own: a failure costs a part, not the object */
+		for (attempt = 1; attempt <= PART_ATTEMPTS; attempt++) {
+			err = s3__multipart_upload_part(c, key, mp.upload_id, &mp.parts[i], fd, off,
+							len);
+			if (!err || err == -EACCES || err == -ENOENT || err == -ECANCELED)
+				break;
+			dlog("upload: %s part %d: %s, attempt %d\n", key, i + 1, strerror(-err),
+			     attempt);
+		}
+		if (err)
+			goto fail;
+		mp.stored[i] = true;
+		pthread_mutex_lock(&u->lock);
+		u->parts_sent++;
+		u->generation++;
+		pthread_mutex_unlock(&u->lock);
+		multipart_save(&mp);
+	}
+	err = s3__multipart_complete(c, key, mp.upload_id, mp.parts, mp.nr_parts);
+	if (err)
+		goto fail;
+	multipart_forget(&mp);
+	/* confirmed: the store holds this size, and the ETag its parts' MD5s give */
+	err = s3__head(c, key, &head_size, etag);
+	if (err)
+		goto out;
+	multipart_etag(mp.parts, mp.nr_parts, want, sizeof(want));
+	if (head_size != size || (strchr(etag, '-') && strcasecmp(etag, want)))
+		err = -EBADMSG;
+	goto out;
+fail:
+	/* the store away, a wrong key, a daemon stopping: the parts it holds are kept for the
+	 * next try; anything else (NoSuchUpload, a refused part list) starts again */
+	if (!resumable_error(err)) {
+		/* keep the client's error: the abort's own answer is not the cause */
+		struct s3_error kept = *s3_client__last_error(c);
+
+		s3__multipart_abort(c, key, mp.upload_id);
+		*(struct s3_error *)s3_client__last_error(c) = kept;
+		multipart_forget(&mp);
+	}
+out:
+	free(mp.upload_id);
+	free(mp.parts);
+	free(mp.stored);
+	free(saved);
+	return err;
+}
+
 /* Send one capture and its manifest; 0 when confirmed and removed from the spool. */
 static int upload_one(struct uploader *u, struct s3_client *c, const char *manifest,
 		      enum upload_cause *cause, uint64_t *sent)
 {
 	char capture[4096], key[4096], mkey[4096], etag[S3_ETAG_MAX], *slash;
+	char state_path[4200];
 	char sha[S3_SHA256_HEX_LEN + 1];
 	struct manifest_info mi;
 	struct stat st;
@@ -457,6 +646,7 @@ static int upload_one(struct uploader *u, struct s3_client *c, const char *manif
 		snprintf(mi.rule, sizeof(mi.rule), "%.*s", (int)(manifest + dirlen - r), r);
 	}
 	snprintf(capture, sizeof(capture), "%.*s/%s", (int)dirlen, manifest, mi.capture);
+	snprintf(state_path, sizeof(state_path), "%s" SPOOL_MULTIPART_EXT, capture);
 	fd = open(capture, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st)) {
 		err = -errno;
@@ -480,18 +670,18 @@ static int upload_one(struct uploader *u, struct s3_client *c, const char *manif
 		if (err)
 			goto bad_sha;
 	}
-	err = upload_object_key(u->cfg.prefix, mi.rule, mi.time_ns,
-				mi.host[0] ? mi.host : u->host, mi.capture, key, sizeof(key));
+	err = fleet_key(u->cfg.prefix, mi.rule, (int64_t)(mi.time_ns / 1000000000ULL),
+			mi.host[0] ? mi.host : u->host, mi.capture, key, sizeof(key));
 	if (!err)
-		err = upload_object_key(u->cfg.prefix, mi.rule, mi.time_ns,
-					mi.host[0] ? mi.host : u->host, slash ? slash + 1 : manifest,
-					mkey, sizeof(mkey));
+		err = fleet_key(u->cfg.prefix, mi.rule, (int64_t)(mi.time_ns / 1000000000ULL),
+				mi.host[0] ? mi.host : u->host, slash ? slash + 1 : manifest,
+				mkey, sizeof(mkey));
 	if (err)
 		goto out;
 
 	/* the capture first: a manifest in the store always points at a whole object */
 	if ((uint64_t)st.st_size > MULTIPART_THRESHOLD)
-		err = upload_multipart(c, key, fd, (uint64_t)st.st_size);
+		err = upload_multipart(u, c, key, fd, (uint64_t)st.st_size, state_path);
 	else
 		err = s3__put_fd(c, key, fd, 0, (uint64_t)st.st_size,
 				 mi.sha256[0] ? mi.sha256 : NULL, etag);
@@ -587,6 +777,7 @@ static void finish_item(struct uploader *u, struct upload_item *done, int err,
 	unsigned delay;
 
 	pthread_mutex_lock(&u->lock);
+	u->generation++;
 	if (!err || cause == CAUSE_GONE) {
 		for (pp = &u->queue; *pp; pp = &(*pp)->next) {
 			if (*pp == done) {
@@ -696,6 +887,16 @@ int uploader__pending(struct uploader *u, uint64_t *files, uint64_t *bytes)
 	return 0;
 }
 
+uint64_t uploader__generation(struct uploader *u)
+{
+	uint64_t g;
+
+	pthread_mutex_lock(&u->lock);
+	g = u->generation;
+	pthread_mutex_unlock(&u->lock);
+	return g;
+}
+
 int uploader__write_metrics(struct uploader *u, FILE *out)
 {
 	uint64_t files = 0, bytes = 0, cum = 0;
@@ -712,9 +913,14 @@ int uploader__write_metrics(struct uploader *u, FILE *out)
 		"# HELP ptbpf_upload_bytes_total Bytes of captures and manifests confirmed by the store.\n"
 		"# TYPE ptbpf_upload_bytes_total counter\n"
 		"ptbpf_upload_bytes_total %" PRIu64 "\n"
+		"# HELP ptbpf_upload_multipart_parts_total Parts of multipart uploads sent (sent), "
+		"or found in the store when an upload a previous run began was resumed (resumed).\n"
+		"# TYPE ptbpf_upload_multipart_parts_total counter\n"
+		"ptbpf_upload_multipart_parts_total{result=\"sent\"} %" PRIu64 "\n"
+		"ptbpf_upload_multipart_parts_total{result=\"resumed\"} %" PRIu64 "\n"
 		"# HELP ptbpf_upload_seconds Time to upload one capture and its manifest.\n"
 		"# TYPE ptbpf_upload_seconds histogram\n",
-		u->uploads_ok, u->uploads_failed, u->bytes_total);
+		u->uploads_ok, u->uploads_failed, u->bytes_total, u->parts_sent, u->parts_resumed);
 	for (i = 0; i < NR_BUCKETS; i++) {
 		cum += u->hist[i];
 		fprintf(out, "ptbpf_upload_seconds_bucket{le=\"%g\"} %" PRIu64 "\n",

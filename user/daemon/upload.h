@@ -3,10 +3,13 @@
  * The daemon's uploader: captures the daemon spooled (SPOOL/<rule>/<name>.perf.data.zst
  * and the <name>.json manifest, renamed into place last) go to S3-compatible storage as
  *   PREFIX/v1/<rule>/<yyyy>/<mm>/<dd>/<host>/<name>.perf.data.zst  (then <name>.json)
+ * (fleet_key() of user/s3/fleet_layout.h)
  * and leave the spool once the store confirmed them (ETag = MD5 of what was sent, the
  * body's SHA-256 checked by the server). Over 16 MiB, multipart with parts retried on
- * their own; an upload a killed daemon left unfinished is aborted and restarted, so an
- * object under its final name is always complete.
+ * their own; the upload id and the confirmed parts are kept beside the capture
+ * (SPOOL_MULTIPART_EXT), so an upload a killed daemon or a store outage interrupted
+ * resumes with the parts the store does not hold yet; an object under its final name is
+ * always complete.
  */
 #ifndef PTBPF_UPLOAD_H
 #define PTBPF_UPLOAD_H
@@ -36,13 +39,11 @@ int  uploader__start(struct uploader *u);
 void uploader__enqueue(struct uploader *u, const char *manifest_path);
 /* Prometheus text: ptbpf_upload* families */
 int  uploader__write_metrics(struct uploader *u, FILE *out);
+/* A number that changes whenever a metric does (the daemon then publishes them). */
+uint64_t uploader__generation(struct uploader *u);
 /* stops threads; safe on NULL */
 void uploader__free(struct uploader *u);
 
-/* For tests and `ptbpf captures`: the object key of a capture (or its manifest: pass the
- * manifest's file name) under `prefix`, for a fire at wall-clock time_ns. */
-int upload_object_key(const char *prefix, const char *rule, uint64_t time_ns, const char *host,
-		      const char *file_name, char *buf, size_t size);
 /* Files the uploader has queued or is sending (0 once the spool is drained). */
 int uploader__pending(struct uploader *u, uint64_t *files, uint64_t *bytes);
 

@@ -348,6 +348,95 @@ static int curl_errno(CURLcode rc)
 	}
 }
 
+/* Every option of one attempt of a request on handle h (reset first: the connection
+ * cache stays, so later requests reuse the connection). */
+static void setup_handle(struct s3_client *c, CURL *h, const char *method, const char *url,
+			 struct curl_slist *hdrs, struct body *body, struct response *resp)
+{
+	curl_easy_reset(h);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_AWS_SIGV4, c->sigv4);
+	curl_easy_setopt(h, CURLOPT_USERNAME, c->creds.access_key);
+	curl_easy_setopt(h, CURLOPT_PASSWORD, c->creds.secret_key);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
+	/* a stalled transfer (server gone mid-body) is an error after 30 s */
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 30L);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_response);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, resp);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, header_response);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, resp);
+	curl_easy_setopt(h, CURLOPT_PRIVATE, resp);
+	if (c->cancel) {
+		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, xfer_progress);
+		curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
+		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	}
+	if (!strcmp(method, "PUT")) {
+		curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)(body ? body->len : 0));
+	} else if (!strcmp(method, "POST")) {
+		curl_easy_setopt(h, CURLOPT_POST, 1L);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? body->len : 0));
+		if (!body)
+			curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
+	} else if (!strcmp(method, "HEAD")) {
+		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+	} else if (strcmp(method, "GET")) {
+		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	}
+	if (body) {
+		body->pos = 0;
+		body->rl = c->ratelimit;
+		curl_easy_setopt(h, CURLOPT_READFUNCTION, read_body);
+		curl_easy_setopt(h, CURLOPT_READDATA, body);
+		curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, seek_body);
+		curl_easy_setopt(h, CURLOPT_SEEKDATA, body);
+	}
+	resp->len = 0;
+	if (resp->data)
+		resp->data[0] = '\0';
+	resp->etag[0] = '\0';
+	resp->have_length = false;
+}
+
+/*
+ * What attempt `attempt` of a request on h, ended with rc, came to: 0 (2xx) or an error;
+ * *retry_ms is the wait before the next try, 0 when there is none to make; c->err says
+ * what the server answered.
+ */
+static int attempt_result(struct s3_client *c, CURL *h, CURLcode rc, struct response *resp,
+			  int attempt, unsigned *retry_ms)
+{
+	long status = 0;
+
+	*retry_ms = 0;
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	c->err.attempts = attempt;
+	c->err.curl_code = rc;
+	c->err.http_status = status;
+	c->err.code[0] = c->err.message[0] = '\0';
+	if (rc != CURLE_OK)
+		snprintf(c->err.message, sizeof(c->err.message), "%s", curl_easy_strerror(rc));
+	if (rc == CURLE_OK && status >= 200 && status < 300)
+		return 0;
+	if (rc == CURLE_OK && !resp->sink) {
+		xml_copy(resp->data, "Code", c->err.code, sizeof(c->err.code));
+		xml_copy(resp->data, "Message", c->err.message, sizeof(c->err.message));
+	}
+	if (c->cancel && *c->cancel)
+		return -ECANCELED;
+	if (attempt < c->max_attempts && s3_retryable(rc, status))
+		*retry_ms = 1 + s3_backoff_ms(attempt, c->backoff_base_ms, c->backoff_max_ms,
+					      (uint32_t)rand_r(&c->rnd_state));
+	if (rc != CURLE_OK)
+		return curl_errno(rc);
+	return status_errno(status, c->err.code);
+}
+
 /*
  * One S3 request with retries. `sha256` is the body's (S3_EMPTY_SHA256 without body);
  * the response goes to `resp` (its sink, if set, is rewound between attempts).
@@ -359,7 +448,7 @@ static int request(struct s3_client *c, const char *method, const char *key,
 	char url[MAX_URL], hdr_sha[128], hdr_ct[160];
 	struct curl_slist *hdrs = NULL, *tmp;
 	CURLcode rc = CURLE_OK;
-	long status = 0;
+	unsigned ms;
 	int attempt, err;
 
 	memset(&c->err, 0, sizeof(c->err));
@@ -385,85 +474,23 @@ static int request(struct s3_client *c, const char *method, const char *key,
 	for (attempt = 1;; attempt++) {
 		CURL *h = c->curl;
 
-		/* reset keeps the connection cache: later requests reuse the connection */
-		curl_easy_reset(h);
-		curl_easy_setopt(h, CURLOPT_URL, url);
-		curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-		curl_easy_setopt(h, CURLOPT_AWS_SIGV4, c->sigv4);
-		curl_easy_setopt(h, CURLOPT_USERNAME, c->creds.access_key);
-		curl_easy_setopt(h, CURLOPT_PASSWORD, c->creds.secret_key);
-		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-		curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
-		/* a stalled transfer (server gone mid-body) is an error after 30 s */
-		curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-		curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 30L);
-		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_response);
-		curl_easy_setopt(h, CURLOPT_WRITEDATA, resp);
-		curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, header_response);
-		curl_easy_setopt(h, CURLOPT_HEADERDATA, resp);
-		if (c->cancel) {
-			curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, xfer_progress);
-			curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
-			curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-		}
-		if (!strcmp(method, "PUT")) {
-			curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
-			curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE,
-					 (curl_off_t)(body ? body->len : 0));
-		} else if (!strcmp(method, "POST")) {
-			curl_easy_setopt(h, CURLOPT_POST, 1L);
-			curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
-					 (curl_off_t)(body ? body->len : 0));
-			if (!body)
-				curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
-		} else if (!strcmp(method, "HEAD")) {
-			curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
-		} else if (strcmp(method, "GET")) {
-			curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-		}
-		if (body) {
-			body->pos = 0;
-			body->rl = c->ratelimit;
-			curl_easy_setopt(h, CURLOPT_READFUNCTION, read_body);
-			curl_easy_setopt(h, CURLOPT_READDATA, body);
-			curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, seek_body);
-			curl_easy_setopt(h, CURLOPT_SEEKDATA, body);
-		}
-		resp->len = 0;
-		if (resp->data)
-			resp->data[0] = '\0';
-		resp->etag[0] = '\0';
-		resp->have_length = false;
+		setup_handle(c, h, method, url, hdrs, body, resp);
 		if (resp->sink) {
 			/* a file from its start again; a pipe cannot be rewound, and a
 			 * retry after bytes went into it would repeat them: no retry */
 			rewind(resp->sink);
-			if (ftruncate(fileno(resp->sink), 0) && resp->sink_bytes)
+			if (ftruncate(fileno(resp->sink), 0) && resp->sink_bytes) {
+				err = -EIO;
 				break;
+			}
 			resp->sink_bytes = 0;
 		}
 
 		rc = curl_easy_perform(h);
-		status = 0;
-		if (rc == CURLE_OK)
-			curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-		c->err.attempts = attempt;
-		c->err.curl_code = rc;
-		c->err.http_status = status;
-		if (rc != CURLE_OK)
-			snprintf(c->err.message, sizeof(c->err.message), "%s", curl_easy_strerror(rc));
-		if (rc == CURLE_OK && status >= 200 && status < 300)
-			break;
-		if (rc == CURLE_OK && !resp->sink) {
-			xml_copy(resp->data, "Code", c->err.code, sizeof(c->err.code));
-			xml_copy(resp->data, "Message", c->err.message, sizeof(c->err.message));
-		}
-		if (attempt >= c->max_attempts || !s3_retryable(rc, status) ||
-		    (c->cancel && *c->cancel))
+		err = attempt_result(c, h, rc, resp, attempt, &ms);
+		if (!err || !ms)
 			break;
 		{
-			unsigned ms = s3_backoff_ms(attempt, c->backoff_base_ms, c->backoff_max_ms,
-						    (uint32_t)rand_r(&c->rnd_state));
 			struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
 
 			dlog("s3: %s %s: %s; retry %d in %u ms\n", method, key ? key : "",
@@ -473,13 +500,7 @@ static int request(struct s3_client *c, const char *method, const char *key,
 		}
 	}
 	curl_slist_free_all(hdrs);
-	if (c->cancel && *c->cancel && (rc != CURLE_OK || status < 200 || status >= 300))
-		return -ECANCELED;
-	if (rc != CURLE_OK)
-		return curl_errno(rc);
-	if (status < 200 || status >= 300)
-		return status_errno(status, c->err.code);
-	return 0;
+	return err;
 }
 
 static void response_free(struct response *r)
@@ -647,7 +668,7 @@ int s3__multipart_abort(struct s3_client *c, const char *key, const char *upload
 	return err == -ENOENT ? 0 : err;
 }
 
-int s3__multipart_abort_all(struct s3_client *c, const char *key)
+int s3__multipart_abort_all(struct s3_client *c, const char *key, const char *keep)
 {
 	struct s3_param q[] = { { "uploads", NULL }, { "prefix", key } };
 	struct response r = {};
@@ -661,7 +682,7 @@ int s3__multipart_abort_all(struct s3_client *c, const char *key)
 	while ((upload = xml_next(r.data, "Upload", &pos))) {
 		k = xml_next(upload, "Key", NULL);
 		id = xml_next(upload, "UploadId", NULL);
-		if (k && id && !strcmp(k, key)) {
+		if (k && id && !strcmp(k, key) && (!keep || strcmp(id, keep))) {
 			int e = s3__multipart_abort(c, key, id);
 
 			if (e && !err)
@@ -676,6 +697,17 @@ out:
 	return err;
 }
 
+/* Where the next page of a truncated listing starts (the value of `tag`), or NULL. */
+static char *next_page(const char *xml, const char *tag)
+{
+	char *truncated = xml_next(xml, "IsTruncated", NULL), *next = NULL;
+
+	if (truncated && !strcmp(truncated, "true"))
+		next = xml_next(xml, tag, NULL);
+	free(truncated);
+	return next;
+}
+
 int s3__list(struct s3_client *c, const char *prefix, const char *delimiter, s3_list_fn fn,
 	     void *ctx)
 {
@@ -687,7 +719,7 @@ int s3__list(struct s3_client *c, const char *prefix, const char *delimiter, s3_
 		struct s3_param q[5];
 		size_t n = 0;
 		const char *pos;
-		char *item, *truncated;
+		char *item;
 
 		q[n++] = (struct s3_param){ "list-type", "2" };
 		q[n++] = (struct s3_param){ "prefix", prefix ? prefix : "" };
@@ -721,10 +753,7 @@ int s3__list(struct s3_client *c, const char *prefix, const char *delimiter, s3_
 		}
 		if (err)
 			break;
-		truncated = xml_next(r.data, "IsTruncated", NULL);
-		if (truncated && !strcmp(truncated, "true"))
-			token = xml_next(r.data, "NextContinuationToken", NULL);
-		free(truncated);
+		token = next_page(r.data, "NextContinuationToken");
 	} while (token);
 	free(token);
 	response_free(&r);
@@ -772,6 +801,196 @@ int s3__create_bucket(struct s3_client *c)
 	int err;
 
 	err = request(c, "PUT", NULL, NULL, 0, NULL, S3_EMPTY_SHA256, NULL, &r);
+	response_free(&r);
+	return err;
+}
+
+/* One GET of s3__get_many: a slot of the pool, its handle kept for its connection. */
+struct get_slot {
+	CURL *h;
+	size_t idx;			/* into keys; SIZE_MAX: free */
+	int attempt;
+	uint64_t not_before_ms;		/* a retry waits until then (monotonic) */
+	bool in_multi;
+	struct response resp;
+	char url[MAX_URL];
+};
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int s3__get_many(struct s3_client *c, const char *const *keys, size_t n, int max_in_flight,
+		 s3_got_fn fn, void *ctx)
+{
+	struct curl_slist *hdrs = NULL;
+	struct get_slot *slots;
+	CURLM *m;
+	size_t next = 0, done = 0;
+	int i, nr_slots, err = 0;
+
+	if (!n)
+		return 0;
+	nr_slots = max_in_flight < 1 ? 1 : (size_t)max_in_flight > n ? (int)n : max_in_flight;
+	slots = calloc(nr_slots, sizeof(*slots));
+	m = curl_multi_init();
+	hdrs = curl_slist_append(NULL, "x-amz-content-sha256: " S3_EMPTY_SHA256);
+	if (!slots || !m || !hdrs) {
+		err = -ENOMEM;
+		goto out;
+	}
+	/* the connections are kept between requests: one per slot, no more */
+	curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)nr_slots);
+	for (i = 0; i < nr_slots; i++) {
+		slots[i].idx = SIZE_MAX;
+		slots[i].h = curl_easy_init();
+		if (!slots[i].h) {
+			err = -ENOMEM;
+			goto out;
+		}
+	}
+	while (done < n && !err) {
+		uint64_t now = mono_ms(), wait_ms = 1000;
+		struct CURLMsg *msg;
+		int running, left;
+
+		/* fill the free slots: retries that are due, then the next keys */
+		for (i = 0; i < nr_slots && !err; i++) {
+			struct get_slot *sl = &slots[i];
+
+			if (sl->in_multi)
+				continue;
+			if (sl->idx == SIZE_MAX) {
+				if (next >= n)
+					continue;
+				sl->idx = next++;
+				sl->attempt = 0;
+				sl->not_before_ms = 0;
+				err = build_url(c, keys[sl->idx], NULL, 0, sl->url, sizeof(sl->url));
+				if (err)
+					break;
+			}
+			if (sl->not_before_ms > now) {
+				if (sl->not_before_ms - now < wait_ms)
+					wait_ms = sl->not_before_ms - now;
+				continue;
+			}
+			sl->attempt++;
+			setup_handle(c, sl->h, "GET", sl->url, hdrs, NULL, &sl->resp);
+			if (curl_multi_add_handle(m, sl->h) != CURLM_OK) {
+				err = -ENOMEM;
+				break;
+			}
+			sl->in_multi = true;
+		}
+		if (err)
+			break;
+		if (curl_multi_perform(m, &running) != CURLM_OK) {
+			err = -EIO;
+			break;
+		}
+		while (!err && (msg = curl_multi_info_read(m, &left))) {
+			struct get_slot *sl = NULL;
+			unsigned retry_ms;
+			int e;
+
+			if (msg->msg != CURLMSG_DONE)
+				continue;
+			for (i = 0; i < nr_slots; i++)
+				if (slots[i].h == msg->easy_handle)
+					sl = &slots[i];
+			if (!sl)
+				continue;
+			curl_multi_remove_handle(m, sl->h);
+			sl->in_multi = false;
+			e = attempt_result(c, sl->h, msg->data.result, &sl->resp, sl->attempt,
+					   &retry_ms);
+			if (e && retry_ms) {
+				dlog("s3: GET %s: %s; retry %d in %u ms\n", keys[sl->idx],
+				     msg->data.result ? curl_easy_strerror(msg->data.result) :
+				     "server error", sl->attempt, retry_ms);
+				sl->not_before_ms = mono_ms() + retry_ms;
+				wait_ms = 0;
+				continue;
+			}
+			err = fn(keys[sl->idx], e, e ? NULL : sl->resp.data ? sl->resp.data : "",
+				 e ? 0 : sl->resp.len, ctx);
+			sl->idx = SIZE_MAX;
+			done++;
+			wait_ms = 0;
+		}
+		if (err || done >= n)
+			break;
+		if (c->cancel && *c->cancel) {
+			err = -ECANCELED;
+			break;
+		}
+		if (wait_ms && curl_multi_poll(m, NULL, 0, (int)wait_ms, NULL) != CURLM_OK)
+			err = -EIO;
+	}
+out:
+	for (i = 0; slots && i < nr_slots; i++) {
+		if (slots[i].in_multi)
+			curl_multi_remove_handle(m, slots[i].h);
+		if (slots[i].h)
+			curl_easy_cleanup(slots[i].h);
+		response_free(&slots[i].resp);
+	}
+	free(slots);
+	if (m)
+		curl_multi_cleanup(m);
+	curl_slist_free_all(hdrs);
+	return err;
+}
+
+int s3__multipart_list_parts(struct s3_client *c, const char *key, const char *upload_id,
+			     s3_part_fn fn, void *ctx)
+{
+	char *marker = NULL;
+	struct response r = {};
+	int err = 0;
+
+	do {
+		struct s3_param q[3];
+		size_t nq = 0;
+		const char *pos = NULL;
+		char *item;
+
+		q[nq++] = (struct s3_param){ "uploadId", upload_id };
+		if (marker)
+			q[nq++] = (struct s3_param){ "part-number-marker", marker };
+		err = request(c, "GET", key, q, nq, NULL, S3_EMPTY_SHA256, NULL, &r);
+		free(marker);
+		marker = NULL;
+		if (err || !r.data)
+			break;
+		while (!err && (item = xml_next(r.data, "Part", &pos))) {
+			char *num = xml_next(item, "PartNumber", NULL);
+			char *etag = xml_next(item, "ETag", NULL);
+			char *size = xml_next(item, "Size", NULL);
+			char clean[S3_ETAG_MAX];
+			size_t j = 0;
+
+			for (const char *p = etag ? etag : ""; *p && j + 1 < sizeof(clean); p++)
+				if (*p != '"')
+					clean[j++] = *p;
+			clean[j] = '\0';
+			if (num && size)
+				err = fn(atoi(num), clean, strtoull(size, NULL, 10), ctx);
+			free(num);
+			free(etag);
+			free(size);
+			free(item);
+		}
+		if (err)
+			break;
+		marker = next_page(r.data, "NextPartNumberMarker");
+	} while (marker);
+	free(marker);
 	response_free(&r);
 	return err;
 }

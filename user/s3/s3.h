@@ -84,8 +84,15 @@ int s3__multipart_upload_part(struct s3_client *c, const char *key, const char *
 int s3__multipart_complete(struct s3_client *c, const char *key, const char *upload_id,
 			   const struct s3_part *parts, int nr_parts);
 int s3__multipart_abort(struct s3_client *c, const char *key, const char *upload_id);
-/* Abort every unfinished multipart upload of exactly `key` (left by a killed uploader). */
-int s3__multipart_abort_all(struct s3_client *c, const char *key);
+/* Abort every unfinished multipart upload of exactly `key` (left by a killed uploader)
+ * but `keep` (NULL: all). */
+int s3__multipart_abort_all(struct s3_client *c, const char *key, const char *keep);
+/* ListParts: each part the store holds of an unfinished upload, in order (ETag without
+ * quotes). -ENOENT (NoSuchUpload) when the store does not know the upload (any more).
+ * The callback returns 0 to go on, non-zero to stop (then returned as is). */
+typedef int (*s3_part_fn)(int number, const char *etag, uint64_t size, void *ctx);
+int s3__multipart_list_parts(struct s3_client *c, const char *key, const char *upload_id,
+			     s3_part_fn fn, void *ctx);
 
 /* ListObjectsV2 under prefix; with delimiter, common prefixes are reported with
  * size == UINT64_MAX. Pages are followed with the continuation token. The callback
@@ -93,6 +100,14 @@ int s3__multipart_abort_all(struct s3_client *c, const char *key);
 typedef int (*s3_list_fn)(const char *key, uint64_t size, void *ctx);
 int s3__list(struct s3_client *c, const char *prefix, const char *delimiter, s3_list_fn fn,
 	     void *ctx);
+
+/* GET each of `keys` with up to max_in_flight requests at once (libcurl multi, each
+ * retried on its own as request() does); fn gets each body (err 0) or error in the order
+ * they complete, c's last error describing a failed one. fn returns 0 to go on, non-zero
+ * to stop (then returned as is). */
+typedef int (*s3_got_fn)(const char *key, int err, const char *data, size_t len, void *ctx);
+int s3__get_many(struct s3_client *c, const char *const *keys, size_t n, int max_in_flight,
+		 s3_got_fn fn, void *ctx);
 
 /* GET into a stream; HEAD for size and ETag. -ENOENT when there is no such object. */
 int s3__get(struct s3_client *c, const char *key, FILE *out, uint64_t *bytes);
