@@ -140,6 +140,7 @@ struct ss_thread {
 					 * its last instruction or sideband record */
 	struct user_regs_struct regs;	/* at its last stop: what the next step starts with */
 	uint64_t syscall_runq_ns;	/* its run-queue wait (schedstat) at the syscall's start */
+	int schedstat_fd;		/* /proc/TID/schedstat, kept open (-1: not yet) */
 	uint64_t sync_addr;		/* its last atomic's address, */
 	uint64_t sync_prev, sync_set;	/* that address's clock before and after it */
 };
@@ -243,6 +244,7 @@ static struct ss_thread *thread_new(struct backend *b, pid_t tid, struct ss_proc
 	t->last_cpu = -1;
 	t->sysno = -1;
 	t->clk = b->now;
+	t->schedstat_fd = -1;
 	b->threads[b->nr_threads++] = t;
 	b->nr_live++;
 	return t;
@@ -685,20 +687,24 @@ static void clock_step(struct backend *b, struct ss_thread *t)
 	clock_seen(b, t->clk);
 }
 
-/* Nanoseconds thread `tid` has waited on a run queue (0 if unknown). */
-static uint64_t runq_wait_ns(pid_t tid)
+/*
+ * Nanoseconds thread t has waited on a run queue (0 if unknown). The file stays open: it
+ * is read twice per system call, and a stop held longer changes what the program does
+ * (a short timer fires at the return instead of in the code after it).
+ */
+static uint64_t runq_wait_ns(struct ss_thread *t)
 {
 	char path[64], buf[96];
 	unsigned long long run, wait;
 	ssize_t n;
-	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/schedstat", tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	if (t->schedstat_fd < 0) {
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", t->proc->pid, t->tid);
+		t->schedstat_fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (t->schedstat_fd < 0)
+			return 0;
+	}
+	n = pread(t->schedstat_fd, buf, sizeof(buf) - 1, 0);
 	if (n <= 0)
 		return 0;
 	buf[n] = '\0';
@@ -720,7 +726,7 @@ static void clock_syscall_end(struct backend *b, struct ss_thread *t, long ret)
 	if (!b->per_thread)
 		return;
 	/* less what it waited for a real CPU: a loaded machine's, not the program's */
-	waited = runq_wait_ns(t->tid) - t->syscall_runq_ns;
+	waited = runq_wait_ns(t) - t->syscall_runq_ns;
 	if (t->syscall_runq_ns && waited < real)
 		real -= waited;
 	end = t->syscall_time + real;
@@ -764,7 +770,7 @@ static int resume(struct backend *b, struct ss_thread *t)
 	if (t->in_syscall && t->syscall_unencoded) {
 		t->syscall_time = b->per_thread ? t->clk : b->now;
 		if (b->per_thread)
-			t->syscall_runq_ns = runq_wait_ns(t->tid);
+			t->syscall_runq_ns = runq_wait_ns(t);
 	}
 	sig = t->pending_sig;
 	t->pending_sig = 0;
@@ -989,6 +995,9 @@ static int thread_gone(struct backend *b, struct ss_thread *t, bool reaped, int 
 				  sb_time_thread(b, t), 0);
 	t->state = TS_GONE;
 	b->nr_live--;
+	if (t->schedstat_fd >= 0)
+		close(t->schedstat_fd);
+	t->schedstat_fd = -1;
 	/* a tracer learns how its tracees end, children or not (-p): killed is not exited */
 	if (reaped && b->target && t->tid == b->target->pid)
 		b->target->exit_status = status;
@@ -2125,8 +2134,11 @@ static void ss_close(struct backend *b)
 	detach_all(b);
 	for (i = 0; i < b->max_cpus && b->cpus; i++)
 		ss_enc__free(b->cpus[i].enc);
-	for (i = 0; i < b->nr_threads; i++)
+	for (i = 0; i < b->nr_threads; i++) {
+		if (b->threads[i]->schedstat_fd >= 0)
+			close(b->threads[i]->schedstat_fd);
 		free(b->threads[i]);
+	}
 	for (i = 0; i < b->nr_procs; i++)
 		free(b->procs[i]);
 	for (i = 0; i < b->nr_mms; i++)
