@@ -147,6 +147,7 @@ struct {
 /* Syscall latency: the syscall in flight per thread. */
 struct sys_entry {
 	__u64 ts;
+	__u64 kts;		/* bpf_ktime_get_ns(): per-thread trace clocks time calls in real time */
 	__s64 nr;
 	__u64 arg0;
 };
@@ -162,9 +163,19 @@ struct {
 static __always_inline __u64 program_ns(void)
 {
 	__u64 t = trace_clock.now_ns, idle, now;
+	__u32 tid, i, n;
 
 	if (!t)
 		return bpf_ktime_get_ns();
+	if (trace_clock.per_thread) {
+		/* the thread's own clock: it steps on one of the virtual CPUs */
+		tid = (__u32)bpf_get_current_pid_tgid();
+		n = trace_clock.nr_slots;
+		for (i = 0; i < TRACE_CLOCK_SLOTS && i < n; i++)
+			if (trace_clock.slot[i].tid == tid)
+				return trace_clock.slot[i].now_ns;
+		return t;
+	}
 	/* every thread waits (a system call returning now): real time counts */
 	idle = trace_clock.idle_since_ns;
 	if (idle) {
@@ -720,6 +731,7 @@ static __always_inline void sys_enter_common(long nr, __u64 arg0)
 	if (!in_scope(id >> 32))
 		return;
 	e.ts = program_ns();
+	e.kts = bpf_ktime_get_ns();
 	e.nr = nr;
 	e.arg0 = arg0;
 	bpf_map_update_elem(&sys_start, &tid, &e, BPF_ANY);
@@ -739,7 +751,8 @@ static __always_inline int sys_exit_common(long ret)
 	if (!e)
 		return 0;
 	now = bpf_ktime_get_ns();
-	c.latency_ns = program_ns() - e->ts;
+	/* per-thread trace clocks: a system call lasts its real length (ss_backend.c) */
+	c.latency_ns = trace_clock.per_thread ? now - e->kts : program_ns() - e->ts;
 	if ((__s64)c.latency_ns < 0)
 		c.latency_ns = 0;
 	c.arg0 = e->nr;

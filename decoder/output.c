@@ -15,10 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/types.h>
 
 #include "fxt.h"
 #include "log.h"
 #include "ptd.h"
+#include "trigger.h"
 
 /* pid -> address space its events are in now. */
 struct pid_as {
@@ -65,7 +67,7 @@ struct ptd_output {
 	uint64_t first_time, last_time;	/* of control-flow events */
 	bool trigger_placed;
 	uint64_t trigger_time;		/* where the marker went, valid if trigger_placed */
-	uint64_t slowest_ns;		/* longest returned call so far */
+	uint64_t slowest_ns;		/* longest call so far: returned, or the firing one */
 	uint32_t slowest_pid, slowest_tid;
 	char slowest_path[512];
 	int err;
@@ -258,6 +260,36 @@ static int note_slowest(struct ptd_output *o, struct seen_thread *t, const struc
 	default:
 		return 0;
 	}
+}
+
+/*
+ * A system call that fired --syscall-latency-over is still open at the trigger (the
+ * trace ends where the call returns): the call that made it, innermost of the firing
+ * thread's open frames, counts for "slowest" with its length up to the fire, so the
+ * summary names the call the user asked about rather than an earlier one that returned.
+ */
+static int note_firing_call(struct ptd_output *o, const struct ptd_event *ev)
+{
+	const struct pd_trigger *tr = o->o.trigger;
+	struct seen_thread *t;
+	const struct frame *f;
+
+	if (!tr || tr->kind != TRIGGER_SYSCALL_LATENCY || !seen_has(o, ev->pid, ev->tid))
+		return 0;
+	t = seen_add(o, ev->pid, ev->tid);
+	if (!t)
+		return -ENOMEM;
+	if (!t->depth || t->lost)
+		return 0;
+	f = &t->stack[t->depth - 1];
+	if (ev->time <= f->time || ev->time - f->time <= o->slowest_ns)
+		return 0;
+	o->slowest_ns = ev->time - f->time;
+	o->slowest_pid = ev->pid;
+	o->slowest_tid = ev->tid;
+	frames_path(o, pid_get(o, ev->pid), t->stack, t->depth, o->slowest_path,
+		    sizeof(o->slowest_path));
+	return 0;
 }
 
 static int symbolize(void *ctx, uint32_t pid, uint64_t addr, struct cs_symbol *out)
@@ -530,8 +562,12 @@ static int sink_event(void *ctx, const struct ptd_event *ev)
 
 	if (ev->kind == PTD_COMM || ev->kind == PTD_TRIGGER || ev->kind >= PTD_SWITCH_IN) {
 		/* the marker lands in a decoded flow if its thread has events before it */
-		if (ev->kind == PTD_TRIGGER && seen_has(o, ev->pid, ev->tid))
+		if (ev->kind == PTD_TRIGGER && seen_has(o, ev->pid, ev->tid)) {
 			o->trigger_placed = true;
+			err = note_firing_call(o, ev);
+			if (err)
+				return err;
+		}
 		return o->cs ? cs_event(o, ev) : calls_event(o, ev);
 	}
 	if (!o->first_time || ev->time < o->first_time)

@@ -16,6 +16,7 @@
  * symbols__lookup() (names, caches) belongs to the merge thread.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -217,6 +218,42 @@ static const struct sym *find_ksym(const struct symbols *sy, uint64_t addr)
 				     addr - sy->ksyms[lo].addr >= 4096)
 		return NULL;
 	return &sy->ksyms[lo].sym;
+}
+
+int kernel_symbols__load(const char *kallsyms, struct symbols **out)
+{
+	struct symbols *sy;
+	int err;
+
+	if (!kallsyms || !out)
+		return -EINVAL;
+	*out = NULL;
+	sy = symbols__new(NULL, NULL);
+	if (!sy)
+		return -ENOMEM;
+	err = symbols__load_kallsyms(sy, kallsyms);
+	if (err) {
+		symbols__free(sy);
+		return err;
+	}
+	*out = sy;
+	return 0;
+}
+
+int kernel_symbols__name(const struct symbols *sy, uint64_t addr, char *buf, size_t size)
+{
+	const struct sym *s;
+
+	if (!sy || !buf || !size)
+		return -EINVAL;
+	s = find_ksym(sy, addr);
+	if (!s)
+		return -ENOENT;
+	if (addr == s->addr)
+		snprintf(buf, size, "%s", s->name);
+	else
+		snprintf(buf, size, "%s+0x%" PRIx64, s->name, addr - s->addr);
+	return 0;
 }
 
 static bool regular_file(const char *path)

@@ -99,4 +99,15 @@ struct raw_decode_opts {
 int ptdecode_raw(const struct raw_decode_opts *raw, const struct decode_opts *opts,
 		 struct decode_stats *stats);
 
+/*
+ * Kernel addresses outside a decode (a kprobe's fire record), named from a kallsyms file
+ * (/proc/kallsyms) with the decoder's kernel symbol code. kernel_symbols__load: 0,
+ * -errno, or -ENODATA (no text symbols, or their addresses hidden by kptr_restrict).
+ * kernel_symbols__name writes "func" or "func+0xoff": 0, or -ENOENT outside the symbols.
+ */
+struct symbols;
+int kernel_symbols__load(const char *kallsyms, struct symbols **out);
+int kernel_symbols__name(const struct symbols *sy, uint64_t addr, char *buf, size_t size);
+void symbols__free(struct symbols *sy);
+
 #endif /* PTBPF_PTDECODE_H */

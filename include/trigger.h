@@ -29,16 +29,31 @@ enum trigger_kind {
 	TRIGGER_USDT = 10,		/* --usdt: a USDT probe (sys/sdt.h) was hit */
 };
 
+/* Threads whose own clock the singlestep backend shows at once: one per virtual CPU. */
+#define TRACE_CLOCK_SLOTS 64
+
+struct trace_clock_slot {
+	__u32 tid;		/* 0: none */
+	__u32 pad;
+	__u64 now_ns;		/* its clock while it steps */
+};
+
 /*
  * The traced program's own clock, kept by a backend that slows the program down (the
  * singlestep backend) in the BPF object's mapped .bss, so that latencies compare with
  * the program's untraced times: now_ns is the trace's clock (0: none, CLOCK_MONOTONIC
  * is the program's clock); while idle_since_ns is not 0 (CLOCK_MONOTONIC ns), every
  * thread waits in the kernel and the trace's clock runs with real time from now_ns.
+ * With per_thread (--clock mixed), each thread has its own clock: slot[] holds those of
+ * the threads stepping now (a probe hits a thread while it steps), now_ns the latest
+ * time, and a system call lasts its real length (CLOCK_MONOTONIC).
  */
 struct trace_clock {
 	__u64 now_ns;
 	__u64 idle_since_ns;
+	__u32 per_thread;
+	__u32 nr_slots;
+	struct trace_clock_slot slot[TRACE_CLOCK_SLOTS];
 };
 
 /* One fire. */

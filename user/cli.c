@@ -152,11 +152,14 @@ static const struct argp_option capture_options[] = {
 	  "ptraced target (default elsewhere; ~1000x slower)" },
 	{ "buffer-size", OPT_BUFFER_SIZE, "SIZE", 0,
 	  "Per-CPU ring size, a power of two (default 4M)" },
-	{ "cpus", OPT_CPUS, "N", 0, "singlestep: virtual CPUs threads are scheduled on (default 2)" },
+	{ "cpus", OPT_CPUS, "N", 0,
+	  "singlestep: virtual CPUs threads are scheduled on (default 2; --clock mixed adds "
+	  "up to 6 so that no thread's clock has to wait for a CPU's)" },
 	{ "clock", OPT_CLOCK, "mixed|virtual|real", 0,
-	  "singlestep: mixed (default): 2 ns per instruction, plus the real time while every "
-	  "thread waits in the kernel (sleeps, I/O); virtual: instructions only, "
-	  "deterministic; real: the clock at each step (shows the stepping overhead)" },
+	  "singlestep: mixed (default): each thread's own clock, 2 ns per instruction plus "
+	  "the real length of its system calls, threads ordered where they synchronise "
+	  "(atomics, futex wake before the wait's end); virtual: one clock, instructions "
+	  "only, deterministic; real: the clock at each step (shows the stepping overhead)" },
 	{ "verify", OPT_VERIFY, NULL, 0,
 	  "singlestep: decode the encoded PT and compare with the stepped instructions" },
 	{ "timing", OPT_TIMING, "tsc|mtc|cyc", 0, "Timing packets (default mtc)" },

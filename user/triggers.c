@@ -24,6 +24,7 @@
 #include "log.h"
 #include "privs.h"
 #include "perfdata.h"
+#include "ptdecode.h"
 #include "symtab.h"
 #include "syscalls.h"
 #include "tracefs.h"
@@ -90,6 +91,7 @@ struct triggers {
 	const char *tracefs;		/* mount point (tracefs_path()), NULL until needed */
 	bool tracefs_mounted;		/* by us: unmounted by triggers__free() */
 	char group[32];			/* tracefs group of our probes: ptbpf_<pid> */
+	struct symbols *ksyms;		/* /proc/kallsyms, for kprobe fires; NULL if none */
 };
 
 static int make_gates(struct triggers *t);
@@ -830,6 +832,27 @@ static void report_missing_privilege(void)
 	     !privs_has_cap(CAP_BPF) ? "CAP_BPF" : "CAP_PERFMON", self);
 }
 
+/*
+ * A kprobe's fire is a kernel address: named from /proc/kallsyms, read once here, before
+ * the probes run. Hidden addresses (kptr_restrict) or no file leave the fires unnamed.
+ */
+static int load_kernel_symbols(struct triggers *t)
+{
+	int i, err;
+
+	for (i = 0; i < t->nr && t->trig[i].kind != TRIGGER_KPROBE; i++)
+		;
+	if (i == t->nr)
+		return 0;
+	err = kernel_symbols__load("/proc/kallsyms", &t->ksyms);
+	if (err == -ENOMEM)
+		return err;
+	if (err)
+		dlog("triggers: kprobe fires stay unnamed: /proc/kallsyms: %s\n",
+		     err == -ENODATA ? "no readable text symbols" : strerror(-err));
+	return 0;
+}
+
 int triggers__new(const struct capture_opts *o, pid_t tgid, enum trigger_attach_mode mode,
 		  struct triggers **out)
 {
@@ -877,6 +900,9 @@ int triggers__new(const struct capture_opts *o, pid_t tgid, enum trigger_attach_
 			goto cleanup;
 	}
 
+	err = load_kernel_symbols(t);
+	if (err)
+		goto cleanup;
 	t->skel = open_skeleton(t->features.atomics);
 	if (!t->skel) {
 		err = -errno;
@@ -1433,6 +1459,8 @@ int triggers__symbolize(const struct triggers *t, const struct trigger_rec *rec,
 	if (!t || !rec || !buf || !size || rec->index >= (__u32)t->nr)
 		return -EINVAL;
 	tr = &t->trig[rec->index];
+	if (tr->kind == TRIGGER_KPROBE)
+		return t->ksyms ? kernel_symbols__name(t->ksyms, addr, buf, size) : -ENOENT;
 	if ((tr->kind != TRIGGER_UPROBE && tr->kind != TRIGGER_UPROBE_LATENCY) || !tr->st ||
 	    !rec->func_ip)
 		return -ENOENT;
@@ -1584,5 +1612,6 @@ void triggers__free(struct triggers *t)
 		free(t->trig[i].name);
 		symtab__free(t->trig[i].st);
 	}
+	symbols__free(t->ksyms);
 	free(t);
 }

@@ -138,7 +138,9 @@ enum trigger_kind triggers__kind(const struct triggers *t, int index);
 /*
  * "sym+0xoff" for a user address `addr` of fire `rec` (its ip or func_ip), through the
  * symbols of the trigger's binary: the binary's load address follows from rec->func_ip,
- * the probed address. Returns 0, or -ENOENT (not a uprobe trigger, not in that binary).
+ * the probed address; for a kprobe's fire, the kernel address through /proc/kallsyms.
+ * Returns 0, or -ENOENT (another kind of trigger, not in that binary or the kernel's
+ * text, kallsyms unreadable).
  */
 int triggers__symbolize(const struct triggers *t, const struct trigger_rec *rec, __u64 addr,
 			char *buf, size_t size);

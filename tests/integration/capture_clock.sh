@@ -51,4 +51,10 @@ assert begin is not None and end == t_fire, f"the last [syscall] ({begin}..{end}
 assert end - begin >= 200_000_000, f"the slow [syscall] lasts {end - begin} ns in the trace, not 200 ms"
 print(f"slow syscall: {lat} ns by the trigger, {end - begin} ns in the trace, ending at the fire")
 PY
+# The summary's "slowest" is the firing call, open at the trigger (before: the longest
+# call that had returned, a few ms of start-up code).
+slowest=$(grep -m1 '^  slowest ' "$TMP/sys.err")
+grep -Eq '^  slowest +(2[0-9][0-9](\.[0-9]+)?ms|[0-9.]+s) .*handle > .*nanosleep$' <<<"$slowest" ||
+	fail "--syscall-latency-over: the summary's slowest is not the firing sleep: $slowest"
+echo "summary: $slowest"
 echo PASS

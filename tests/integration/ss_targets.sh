@@ -43,8 +43,9 @@ perf_calls cxxexc main level1 level2 level3 __cxa_throw
 ss threads -- "$TARGETS/threads"
 check_output threads threads
 perf_calls threads main worker work
-[ "$(grep -c 'decoded as stepped' "$TMP/threads.err")" = 2 ] ||
-	fail "threads: expected both virtual CPUs to carry trace"
+# two virtual CPUs, and those the per-thread clock may add (doc/singlestep-clock.md)
+[ "$(grep -c 'decoded as stepped' "$TMP/threads.err")" -ge 2 ] ||
+	fail "threads: expected at least both virtual CPUs to carry trace"
 
 ss threads1 --cpus 1 -- "$TARGETS/threads"
 check_output threads1 threads

@@ -19,3 +19,4 @@ TARGET_LDFLAGS_lat_server := -static
 # usdt_app uses include/ptbpf.h (on <sys/sdt.h>, Debian's systemtap-sdt-dev)
 TARGET_CFLAGS_usdt_app := -O0 -g -fno-omit-frame-pointer -Iinclude
 TARGET_LDFLAGS_usdt_app := -static
+TARGET_LDFLAGS_mt_sleepers := -static

@@ -3,7 +3,8 @@
  * decoder/symbolizer.c: names for addresses of a process's mappings, on this test binary
  * mapped where it runs: plain and C++ names (demangled), PLT entries, the function
  * start used for jump detection, "binary+0xVADDR" for code without symbols, a stripped
- * copy whose names come from its separate debug file found by build-id, kallsyms.
+ * copy whose names come from its separate debug file found by build-id, kallsyms, and
+ * the kernel names of kprobe fires (kernel_symbols__*, include/ptdecode.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +20,7 @@
 #include <cmocka.h>
 
 #include "ptd.h"
+#include "ptdecode.h"
 #include "symtab.h"
 
 __attribute__((noinline, used)) int symbols_probe(int x)
@@ -359,6 +361,61 @@ static void test_kallsyms(void **state)
 	ptd_images_fini(&im);
 }
 
+/* A kprobe's fire names its kernel address: "func", "func+0xoff", nothing outside text. */
+static void test_kernel_names(void **state)
+{
+	struct symbols *sy;
+	char path[128], name[128], line[512];
+	unsigned long long addr = 0;
+	FILE *f;
+	int fd;
+
+	(void)state;
+	assert_int_equal(kernel_symbols__load(NULL, &sy), -EINVAL);
+	assert_int_equal(kernel_symbols__load("/nonexistent/kallsyms", &sy), -ENOENT);
+	assert_null(sy);
+	snprintf(path, sizeof(path), "%s/kallsyms-fire", tmpdir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	dprintf(fd, "ffffffff81000000 T _stext\nffffffff81200000 t do_nanosleep\n"
+		    "ffffffff81200100 T hrtimer_nanosleep\nffffffff82000000 D jiffies\n");
+	close(fd);
+	assert_int_equal(kernel_symbols__load(path, &sy), 0);
+	assert_int_equal(kernel_symbols__name(sy, 0xffffffff81200000ull, name, sizeof(name)), 0);
+	assert_string_equal(name, "do_nanosleep");
+	/* where a kprobe's PT_REGS_IP lands: past the probed instruction */
+	assert_int_equal(kernel_symbols__name(sy, 0xffffffff81200005ull, name, sizeof(name)), 0);
+	assert_string_equal(name, "do_nanosleep+0x5");
+	assert_int_equal(kernel_symbols__name(sy, 0xffffffff81200104ull, name, sizeof(name)), 0);
+	assert_string_equal(name, "hrtimer_nanosleep+0x4");
+	assert_int_equal(kernel_symbols__name(sy, 0xffffffff80000000ull, name, sizeof(name)),
+			 -ENOENT);
+	assert_int_equal(kernel_symbols__name(NULL, 0xffffffff81200000ull, name, sizeof(name)),
+			 -EINVAL);
+	symbols__free(sy);
+
+	/* This kernel's own: a text symbol of /proc/kallsyms names its address, plus 4. */
+	f = fopen("/proc/kallsyms", "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		char type, sym[256];
+
+		if (sscanf(line, "%llx %c %255s", &addr, &type, sym) == 3 && addr &&
+		    (type == 'T' || type == 't') && !strcmp(sym, "do_nanosleep"))
+			break;
+		addr = 0;
+	}
+	fclose(f);
+	if (!addr) {
+		print_message("/proc/kallsyms shows no do_nanosleep address (kptr_restrict)\n");
+		return;
+	}
+	assert_int_equal(kernel_symbols__load("/proc/kallsyms", &sy), 0);
+	assert_int_equal(kernel_symbols__name(sy, addr + 4, name, sizeof(name)), 0);
+	assert_string_equal(name, "do_nanosleep+0x4");
+	symbols__free(sy);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -368,6 +425,7 @@ int main(void)
 		cmocka_unit_test(test_range_cache),
 		cmocka_unit_test(test_debug_file),
 		cmocka_unit_test(test_kallsyms),
+		cmocka_unit_test(test_kernel_names),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -21,6 +21,7 @@
  *   PTRACE_EVENT_*           clone, fork, exec, exit inside a system call
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
@@ -69,6 +70,15 @@
 #define SS_BLOCKED_NS 2000000ull
 /* Most threads and processes followed. */
 #define SS_MAX_THREADS 4096
+/* Addresses where threads meet (atomics, futexes) whose clock is kept: 8-way sets. */
+#define SS_SYNC_SLOTS 4096
+#define SS_SYNC_WAYS 8
+/*
+ * Per-thread clocks: virtual CPUs added to the --cpus ones, each with its own ring, for
+ * a thread that would otherwise go on a CPU whose clock is ahead of its own (which
+ * would stretch its last system call to that time).
+ */
+#define SS_CLOCK_CPUS 6
 
 /* The kernel's restart codes in rax at a system call exit (include/linux/errno.h). */
 #define ERESTARTSYS 512
@@ -117,7 +127,7 @@ struct ss_thread {
 	uint64_t syscall_time;		/* b->now when that syscall was resumed: hardware
 					 * disables tracing as it starts, not as it ends */
 	long sysno;			/* its number, -1 */
-	unsigned long sysarg0;		/* its first argument */
+	unsigned long sysarg0, sysarg1;	/* its first arguments */
 	int injected;			/* signal delivered with the resume, 0 if none */
 	uint64_t resumed_ns;		/* wall clock of the resume */
 	/* A stop that came before we knew the thread (a clone child can beat its parent). */
@@ -126,12 +136,27 @@ struct ss_thread {
 	bool unwanted;			/* a process --follow-forks did not ask for: detach */
 	int last_cpu;			/* CPU of its last encoded instruction, -1 if none */
 	uint64_t last_time;		/* and when */
+	uint64_t clk;			/* its own trace clock (--clock mixed): the time of
+					 * its last instruction or sideband record */
+	struct user_regs_struct regs;	/* at its last stop: what the next step starts with */
+	uint64_t syscall_runq_ns;	/* its run-queue wait (schedstat) at the syscall's start */
+	int schedstat_fd;		/* /proc/TID/schedstat, kept open (-1: not yet) */
+	uint64_t sync_addr;		/* its last atomic's address, */
+	uint64_t sync_prev, sync_set;	/* that address's clock before and after it */
 };
 
 struct ss_vcpu {
 	struct ss_enc *enc;
 	struct ss_thread *cur;
 	bool itrace_started;
+	uint64_t clk;			/* time of the last packet or record on this CPU */
+};
+
+/* The trace clock of the last atomic or futex wake at an address (key 0: free). */
+struct ss_sync {
+	uint64_t addr;			/* 8-byte aligned; 0: a free slot */
+	pid_t pid;			/* of the process whose memory it is */
+	uint64_t clk;
 };
 
 struct backend {
@@ -142,7 +167,8 @@ struct backend {
 	struct ss_sb *sb;
 	struct ss_verify *verify;
 	struct ss_vcpu *cpus;
-	int nr_cpus;
+	int nr_cpus;			/* in use: --cpus, and those added (max_cpus) */
+	int max_cpus;
 	struct ss_thread **threads;
 	int nr_threads;
 	struct ss_proc **procs;
@@ -156,7 +182,11 @@ struct backend {
 	sigset_t old_mask;
 	bool mask_set;
 	unsigned long ptrace_opts;
-	uint64_t now;			/* time of the current round (perf clock ns = TSC) */
+	uint64_t now;			/* time of the current round (perf clock ns = TSC);
+					 * per-thread clocks: the latest time given out */
+	bool per_thread;		/* --clock mixed: each thread keeps its own clock */
+	struct ss_sync *sync;		/* per_thread: SS_SYNC_SLOTS */
+	const struct run_hooks *hooks;	/* of the run in progress: the triggers' clock */
 	uint64_t round;
 	uint64_t steps;			/* instructions encoded */
 	uint64_t t_start_ns, t_run_ns;	/* wall clock of run() */
@@ -213,6 +243,8 @@ static struct ss_thread *thread_new(struct backend *b, pid_t tid, struct ss_proc
 	t->cpu = -1;
 	t->last_cpu = -1;
 	t->sysno = -1;
+	t->clk = b->now;
+	t->schedstat_fd = -1;
 	b->threads[b->nr_threads++] = t;
 	b->nr_live++;
 	return t;
@@ -279,6 +311,52 @@ static uint64_t sb_time(struct backend *b)
 	return ++b->now;
 }
 
+static void clock_seen(struct backend *b, uint64_t t)
+{
+	if (t > b->now)
+		b->now = t;
+}
+
+/* A record of thread t's (its CPU's, if it has one): after what it did so far. */
+static uint64_t sb_time_thread(struct backend *b, struct ss_thread *t)
+{
+	struct ss_vcpu *v;
+
+	if (!b->per_thread)
+		return sb_time(b);
+	v = t->cpu >= 0 ? &b->cpus[t->cpu] : NULL;
+	if (v && v->clk > t->clk)
+		t->clk = v->clk;
+	t->clk++;
+	if (v)
+		v->clk = t->clk;
+	clock_seen(b, t->clk);
+	return t->clk;
+}
+
+/*
+ * A record of a whole process (a new mapping, exec): after everything so far, and every
+ * thread of the process goes on after it, so that its trace finds the mapping.
+ */
+static uint64_t sb_time_proc(struct backend *b, pid_t pid)
+{
+	uint64_t now = sb_time(b);
+	int i;
+
+	if (!b->per_thread)
+		return now;
+	for (i = 0; i < b->nr_threads; i++) {
+		struct ss_thread *t = b->threads[i];
+
+		if (t->state == TS_GONE || !t->proc || t->proc->pid != pid || t->clk >= now)
+			continue;
+		t->clk = now;
+		if (t->cpu >= 0 && b->cpus[t->cpu].clk < now)
+			b->cpus[t->cpu].clk = now;
+	}
+	return now;
+}
+
 /* New sideband about process `pid`: its CPUs put time into the trace before going on. */
 static void sync_cpus_of(struct backend *b, pid_t pid)
 {
@@ -299,7 +377,7 @@ static int on_new_map(void *ctx, struct ss_mm *mm, const struct ss_map *m)
 	sync_cpus_of(b, pid);
 	dlog("singlestep: %d maps %s at %#" PRIx64 "-%#" PRIx64 "\n", pid, m->name, m->start,
 	     m->end);
-	return ss_sb__add(b->sb, &r, pid, pid, sb_time(b), 0, SS_ID_SB(0));
+	return ss_sb__add(b->sb, &r, pid, pid, sb_time_proc(b, pid), 0, SS_ID_SB(0));
 }
 
 static int emit_comm(struct backend *b, struct ss_thread *t, bool exec)
@@ -309,7 +387,9 @@ static int emit_comm(struct backend *b, struct ss_thread *t, bool exec)
 	if (proc_read_comm(t->proc->pid, t->tid, comm, sizeof(comm)))
 		return 0;	/* gone meanwhile */
 	sync_cpus_of(b, t->proc->pid);
-	return ss_sb__comm(b->sb, t->proc->pid, t->tid, comm, exec, sb_time(b), thread_cpu(t));
+	return ss_sb__comm(b->sb, t->proc->pid, t->tid, comm, exec,
+			   exec ? sb_time_proc(b, t->proc->pid) : sb_time_thread(b, t),
+			   thread_cpu(t));
 }
 
 static struct ss_mm *mm_by_id(void *ctx, int id)
@@ -354,14 +434,15 @@ static int switch_in(struct backend *b, int c, struct ss_thread *t)
 	struct ss_vcpu *v = &b->cpus[c];
 	int err;
 
-	err = ss_sb__switch(b->sb, c, 0, 0, t->proc->pid, t->tid, false, sb_time(b));
+	/* Its clock goes on from the CPU's: a thread behind it waited for the CPU. */
+	v->cur = t;
+	t->cpu = c;
+	err = ss_sb__switch(b->sb, c, 0, 0, t->proc->pid, t->tid, false, sb_time_thread(b, t));
 	if (!err && !v->itrace_started) {
-		err = ss_sb__itrace_start(b->sb, t->proc->pid, t->tid, sb_time(b), c);
+		err = ss_sb__itrace_start(b->sb, t->proc->pid, t->tid, sb_time_thread(b, t), c);
 		v->itrace_started = true;
 	}
 	dlog("singlestep: CPU %d: thread %d in (state %d)\n", c, t->tid, t->state);
-	v->cur = t;
-	t->cpu = c;
 	t->quantum = SS_QUANTUM;
 	/* Each thread's piece of the CPU's trace starts at a sync point with its time. */
 	ss_enc__need_sync(v->enc);
@@ -376,11 +457,14 @@ static int switch_out(struct backend *b, int c, bool preempt)
 
 	if (!t)
 		return 0;
+	uint64_t now;
+
 	dlog("singlestep: CPU %d: thread %d out (state %d%s)\n", c, t->tid, t->state,
 	     preempt ? ", preempted" : "");
+	now = sb_time_thread(b, t);
 	v->cur = NULL;
 	t->cpu = -1;
-	return ss_sb__switch(b->sb, c, t->proc->pid, t->tid, 0, 0, preempt, sb_time(b));
+	return ss_sb__switch(b->sb, c, t->proc->pid, t->tid, 0, 0, preempt, now);
 }
 
 /* ---- encoding ---- */
@@ -440,7 +524,7 @@ static int encode_at(struct backend *b, struct ss_thread *t, uint64_t ip, struct
 static int encode(struct backend *b, struct ss_thread *t, uint64_t ip, struct ss_mm *mm,
 		  const struct ss_insn *insn, uint64_t next)
 {
-	return encode_at(b, t, ip, mm, insn, next, b->now);
+	return encode_at(b, t, ip, mm, insn, next, b->per_thread ? t->clk : b->now);
 }
 
 /*
@@ -453,7 +537,7 @@ static int encode_syscall(struct backend *b, struct ss_thread *t)
 		return 0;
 	t->syscall_unencoded = false;
 	return encode_at(b, t, t->step_ip, t->step_mm, &t->step_insn, 0,
-			 t->syscall_time ? t->syscall_time : b->now);
+			 t->syscall_time ? t->syscall_time : b->per_thread ? t->clk : b->now);
 }
 
 /* Tracing on t's CPU stops before `ip` for a reason outside the instructions. */
@@ -482,6 +566,183 @@ static bool restart_pending(const struct user_regs_struct *regs)
 		rax == -ERESTART_RESTARTBLOCK);
 }
 
+/* ---- the per-thread clock (--clock mixed) ---- */
+
+/*
+ * Where threads meet: the clock of the last atomic instruction or futex wake at an
+ * address of process `pid`. A full set gives up its oldest entry: an edge lost there
+ * only lets a later meeting at that address go unordered.
+ */
+static struct ss_sync *sync_find(struct backend *b, pid_t pid, uint64_t addr, bool create)
+{
+	struct ss_sync *set, *oldest;
+	uint64_t h;
+	int i;
+
+	addr &= ~7ull;
+	if (!addr)
+		return NULL;
+	h = ((addr >> 3) ^ (uint64_t)pid * 0x9e3779b97f4a7c15ull) * 0x9e3779b97f4a7c15ull;
+	set = &b->sync[(h >> 40) % (SS_SYNC_SLOTS / SS_SYNC_WAYS) * SS_SYNC_WAYS];
+	oldest = set;
+	for (i = 0; i < SS_SYNC_WAYS; i++) {
+		if (set[i].addr == addr && set[i].pid == pid)
+			return &set[i];
+		if (set[i].clk < oldest->clk)
+			oldest = &set[i];
+	}
+	if (!create)
+		return NULL;
+	*oldest = (struct ss_sync){ .addr = addr, .pid = pid };
+	return oldest;
+}
+
+/* What the BPF programs read as thread t's clock while it steps on CPU c. */
+static void publish_thread_clock(struct backend *b, int c, const struct ss_thread *t)
+{
+	struct trace_clock *tc = b->hooks ? b->hooks->trace_clock : NULL;
+
+	if (!tc || c >= TRACE_CLOCK_SLOTS)
+		return;
+	__atomic_store_n(&tc->slot[c].tid, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&tc->slot[c].now_ns, t->clk, __ATOMIC_RELEASE);
+	__atomic_store_n(&tc->slot[c].tid, (uint32_t)t->tid, __ATOMIC_RELEASE);
+	__atomic_store_n(&tc->now_ns, b->now, __ATOMIC_RELEASE);
+}
+
+#define FUTEX_CMD(op) ((op) & ~(unsigned long)(128 | 256))	/* PRIVATE, CLOCK_REALTIME */
+
+static bool futex_wakes(unsigned long op)
+{
+	switch (FUTEX_CMD(op)) {
+	case 1:		/* FUTEX_WAKE */
+	case 3:		/* FUTEX_REQUEUE */
+	case 4:		/* FUTEX_CMP_REQUEUE */
+	case 5:		/* FUTEX_WAKE_OP */
+	case 7:		/* FUTEX_UNLOCK_PI */
+	case 10:	/* FUTEX_WAKE_BITSET */
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool futex_waits(unsigned long op)
+{
+	switch (FUTEX_CMD(op)) {
+	case 0:		/* FUTEX_WAIT */
+	case 6:		/* FUTEX_LOCK_PI */
+	case 9:		/* FUTEX_WAIT_BITSET */
+	case 11:	/* FUTEX_WAIT_REQUEUE_PI */
+	case 13:	/* FUTEX_LOCK_PI2 */
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * Thread t is about to step its next instruction: its time. Per thread, 2 ns after its
+ * last one, and not before its CPU's last packet; an atomic instruction comes after the
+ * last one at its address (whichever thread ran it: the lock it takes was released
+ * before), and a futex wake is noted for the wait it ends.
+ */
+static void clock_step(struct backend *b, struct ss_thread *t)
+{
+	struct ss_vcpu *v = t->cpu >= 0 ? &b->cpus[t->cpu] : NULL;
+	struct ss_sync *s;
+	uint64_t addr;
+
+	if (!b->per_thread) {
+		t->clk = b->now;
+		return;
+	}
+	if (v && v->clk > t->clk)
+		t->clk = v->clk;
+	t->clk += SS_NS_PER_INSN;
+	if (t->step_known && t->step_insn.atomic &&
+	    !ss_insn__mem_addr(&t->step_insn, &t->regs, t->ip, &addr) &&
+	    (s = sync_find(b, t->proc->pid, addr, true))) {
+		if (s->clk >= t->clk)
+			t->clk = s->clk + 1;
+		t->sync_addr = addr & ~7ull;
+		t->sync_prev = s->clk;
+		s->clk = t->sync_set = t->clk;
+	}
+	if (t->sysno == SYS_futex && futex_wakes(t->sysarg1) &&
+	    (s = sync_find(b, t->proc->pid, t->sysarg0, true)) && s->clk < t->clk)
+		s->clk = t->clk;
+	/*
+	 * A thread that waits after its atomic found the lock taken: that attempt released
+	 * nothing, and the holder's release must not wait for its clock.
+	 */
+	if (t->sysno == SYS_futex && futex_waits(t->sysarg1) &&
+	    (t->sysarg0 & ~7ull) == t->sync_addr &&
+	    (s = sync_find(b, t->proc->pid, t->sysarg0, false)) && s->clk == t->sync_set)
+		s->clk = t->sync_prev;
+	if (v) {
+		v->clk = t->clk;
+		publish_thread_clock(b, t->cpu, t);
+	}
+	clock_seen(b, t->clk);
+}
+
+/*
+ * Nanoseconds thread t has waited on a run queue (0 if unknown). The file stays open: it
+ * is read twice per system call, and a stop held longer changes what the program does
+ * (a short timer fires at the return instead of in the code after it).
+ */
+static uint64_t runq_wait_ns(struct ss_thread *t)
+{
+	char path[64], buf[96];
+	unsigned long long run, wait;
+	ssize_t n;
+
+	if (t->schedstat_fd < 0) {
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", t->proc->pid, t->tid);
+		t->schedstat_fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (t->schedstat_fd < 0)
+			return 0;
+	}
+	n = pread(t->schedstat_fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return sscanf(buf, "%llu %llu", &run, &wait) == 2 ? wait : 0;
+}
+
+/*
+ * Thread t's system call returned (`ret`): it lasted its real length, as long as the
+ * kernel kept it (a sleep, I/O, a timeout), except a futex wait another thread ended,
+ * whose real length is mostly that thread's stepping: it ends just after the wake.
+ */
+static void clock_syscall_end(struct backend *b, struct ss_thread *t, long ret)
+{
+	uint64_t now = mono_ns(), end, woken;
+	const struct ss_sync *s;
+
+	uint64_t real = now > t->resumed_ns ? now - t->resumed_ns : 0, waited;
+
+	if (!b->per_thread)
+		return;
+	/* less what it waited for a real CPU: a loaded machine's, not the program's */
+	waited = runq_wait_ns(t) - t->syscall_runq_ns;
+	if (t->syscall_runq_ns && waited < real)
+		real -= waited;
+	end = t->syscall_time + real;
+	dlog("singlestep: thread %d: syscall %ld: %" PRIu64 " ns, %" PRIu64 " ns of it on a run queue\n",
+	     t->tid, t->sysno, real, waited);
+	if (t->sysno == SYS_futex && futex_waits(t->sysarg1) && ret == 0) {
+		s = sync_find(b, t->proc->pid, t->sysarg0, false);
+		/* no wake seen (a thread's exit wakes its joiner): after all so far */
+		woken = s ? s->clk : b->now;
+		end = (woken > t->syscall_time ? woken : t->syscall_time) + 1;
+	}
+	if (end > t->clk)
+		t->clk = end;
+	clock_seen(b, t->clk);
+}
+
 static int resume(struct backend *b, struct ss_thread *t)
 {
 	struct user_regs_struct regs;
@@ -500,10 +761,16 @@ static int resume(struct backend *b, struct ss_thread *t)
 		if (!get_regs(t->tid, &regs)) {
 			t->sysno = (long)regs.rax;
 			t->sysarg0 = regs.rdi;
+			t->sysarg1 = regs.rsi;
 		}
 		t->in_syscall = true;
 		t->syscall_unencoded = true;
-		t->syscall_time = b->now;
+	}
+	clock_step(b, t);
+	if (t->in_syscall && t->syscall_unencoded) {
+		t->syscall_time = b->per_thread ? t->clk : b->now;
+		if (b->per_thread)
+			t->syscall_runq_ns = runq_wait_ns(t);
 	}
 	sig = t->pending_sig;
 	t->pending_sig = 0;
@@ -643,7 +910,8 @@ static int syscall_done(struct backend *b, struct ss_thread *t,
 
 	if (t->in_syscall) {
 		err = encode_syscall(b, t);
-		t->syscall_end = b->now;
+		clock_syscall_end(b, t, (long)regs->rax);
+		t->syscall_end = b->per_thread ? t->clk : b->now;
 	} else if (t->maybe_restart && t->step_mm &&
 		   ss_mm__read(t->step_mm, t->step_ip - 2, op, 2) == 2 && op[0] == 0x0f &&
 		   op[1] == 0x05 && !(t->step_known && t->step_insn.cls == SS_INSN_SYSCALL)) {
@@ -689,6 +957,7 @@ static void thread_ready(struct backend *b, struct ss_thread *t,
 {
 	t->state = TS_STOPPED;
 	t->ip = regs->rip;
+	t->regs = *regs;
 	if (t->cpu < 0)
 		runq_push(b, t);
 }
@@ -722,10 +991,13 @@ static int thread_gone(struct backend *b, struct ss_thread *t, bool reaped, int 
 	if (!err)
 		err = release_cpu(b, t);
 	if (!err)
-		err = ss_sb__exit(b->sb, t->proc->pid, t->proc->ppid, t->tid, t->ptid, sb_time(b),
-				  0);
+		err = ss_sb__exit(b->sb, t->proc->pid, t->proc->ppid, t->tid, t->ptid,
+				  sb_time_thread(b, t), 0);
 	t->state = TS_GONE;
 	b->nr_live--;
+	if (t->schedstat_fd >= 0)
+		close(t->schedstat_fd);
+	t->schedstat_fd = -1;
 	/* a tracer learns how its tracees end, children or not (-p): killed is not exited */
 	if (reaped && b->target && t->tid == b->target->pid)
 		b->target->exit_status = status;
@@ -738,6 +1010,7 @@ static int new_child(struct backend *b, struct ss_thread *parent, int event)
 	unsigned long msg = 0;
 	struct ss_thread *c;
 	struct ss_proc *p = parent->proc;
+	uint64_t now;
 	long tgid = 0;
 	pid_t tid;
 	int err;
@@ -772,7 +1045,10 @@ static int new_child(struct backend *b, struct ss_thread *parent, int event)
 	c->proc = p;
 	c->ptid = parent->tid;
 	sync_cpus_of(b, p->pid);
-	err = ss_sb__fork(b->sb, p->pid, parent->proc->pid, tid, parent->tid, sb_time(b),
+	now = sb_time_thread(b, parent);
+	/* the child's clock starts where its parent's stands */
+	c->clk = now;
+	err = ss_sb__fork(b->sb, p->pid, parent->proc->pid, tid, parent->tid, now,
 			  thread_cpu(parent));
 	if (err)
 		return err;
@@ -1060,13 +1336,56 @@ static int nr_in_state(const struct backend *b, enum tstate state)
 
 /* ---- scheduling ---- */
 
+/*
+ * A free CPU for thread t. Per-thread clocks: the one whose clock is latest but not past
+ * t's, else the earliest: a CPU's trace cannot go back in time, so t's clock moves on
+ * to the CPU's (as if it had waited for it) by as little as the CPUs allow.
+ */
+/* (t NULL: any free CPU; -1: none) */
+static int pick_cpu(const struct backend *b, const struct ss_thread *t)
+{
+	int c, best = -1, earliest = -1;
+
+	for (c = 0; c < b->nr_cpus; c++) {
+		const struct ss_vcpu *v = &b->cpus[c];
+
+		if (v->cur)
+			continue;
+		if (!b->per_thread || !t)
+			return c;
+		if (v->clk <= t->clk && (best < 0 || v->clk > b->cpus[best].clk))
+			best = c;
+		if (earliest < 0 || v->clk < b->cpus[earliest].clk)
+			earliest = c;
+	}
+	if (best < 0 && earliest >= 0 && b->nr_cpus < b->max_cpus)
+		return b->nr_cpus;	/* a new one: its clock starts at 0 */
+	return best >= 0 ? best : earliest;
+}
+
+/* CPU c, if it is a new one (pick_cpu()): its ring. */
+static int add_cpu(struct backend *b, int c)
+{
+	int err;
+
+	if (c < b->nr_cpus)
+		return 0;
+	err = ss_enc__new(&b->enc_cfg, &b->cpus[c].enc);
+	if (err)
+		return err;
+	b->nr_cpus++;
+	dlog("singlestep: CPU %d added for the per-thread clock\n", c);
+	return 0;
+}
+
 static int schedule(struct backend *b)
 {
+	struct ss_thread *next;
 	int c, err = 0;
 
 	for (c = 0; c < b->nr_cpus && !err; c++) {
 		struct ss_vcpu *v = &b->cpus[c];
-		struct ss_thread *t = v->cur, *next;
+		struct ss_thread *t = v->cur;
 
 		if (t && b->runq_len) {
 			if (t->state == TS_INFLIGHT && mono_ns() - t->resumed_ns >= SS_BLOCKED_NS) {
@@ -1082,7 +1401,11 @@ static int schedule(struct backend *b)
 					err = runq_push(b, t);
 			}
 		}
-		if (!err && !v->cur && (next = runq_pop(b)))
+	}
+	while (!err && pick_cpu(b, NULL) >= 0 && (next = runq_pop(b))) {
+		c = pick_cpu(b, next);
+		err = add_cpu(b, c);
+		if (!err)
 			err = switch_in(b, c, next);
 	}
 	return err;
@@ -1109,6 +1432,14 @@ static void publish_clock(struct backend *b, const struct run_hooks *hooks, uint
 {
 	if (!hooks || !hooks->trace_clock)
 		return;
+	if (b->per_thread) {
+		/* each stepping thread's own clock is in its slot (clock_step()) */
+		hooks->trace_clock->nr_slots = b->nr_cpus < TRACE_CLOCK_SLOTS ? b->nr_cpus :
+										TRACE_CLOCK_SLOTS;
+		__atomic_store_n(&hooks->trace_clock->per_thread, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&hooks->trace_clock->now_ns, b->now, __ATOMIC_RELEASE);
+		return;
+	}
 	if (b->opts->clock == SS_CLOCK_VIRTUAL)
 		idle_since = 0;
 	/* the time first: a probe between the stores counts the wait twice, never not */
@@ -1132,9 +1463,6 @@ static int idle_wait(struct backend *b, const struct run_hooks *hooks)
 		return -errno;
 	while (read(b->sigchld_fd, &ssi, sizeof(ssi)) == sizeof(ssi))
 		;
-	/* --clock mixed: every thread waits in the kernel, and that time is real. */
-	if (b->opts->clock == SS_CLOCK_MIXED)
-		b->now += mono_ns() - t0;
 	publish_clock(b, hooks, 0);
 	return 0;
 }
@@ -1179,6 +1507,8 @@ static int ss_run(struct backend *b, const struct run_hooks *hooks)
 	uint64_t t0 = mono_ns();
 	int err = 0, stepped, c, r;
 
+	b->hooks = hooks;
+
 	for (;;) {
 		err = adopt_early(b);
 		if (err)
@@ -1196,7 +1526,8 @@ static int ss_run(struct backend *b, const struct run_hooks *hooks)
 				break;
 		if (c < b->nr_cpus) {
 			b->round++;
-			b->now = advance_clock(b);
+			if (!b->per_thread)
+				b->now = advance_clock(b);
 			publish_clock(b, hooks, 0);
 		}
 		stepped = 0;
@@ -1242,6 +1573,7 @@ static int ss_run(struct backend *b, const struct run_hooks *hooks)
 out:
 	b->t_run_ns += mono_ns() - t0;
 	end_progress(b);
+	b->hooks = NULL;
 	return err;
 }
 
@@ -1454,6 +1786,13 @@ static int ss_open(const struct capture_opts *opts, struct target *target, struc
 	b->sigchld_fd = -1;
 	b->nr_cpus = opts->cpus > 0 ? opts->cpus : 2;
 	b->now = mono_ns();
+	b->per_thread = opts->clock == SS_CLOCK_MIXED;
+	b->max_cpus = b->nr_cpus;
+	if (b->per_thread)
+		b->max_cpus = b->nr_cpus + SS_CLOCK_CPUS < TRACE_CLOCK_SLOTS ?
+				      b->nr_cpus + SS_CLOCK_CPUS : TRACE_CLOCK_SLOTS;
+	if (b->max_cpus < b->nr_cpus)
+		b->max_cpus = b->nr_cpus;
 	b->enc_cfg = (struct ss_enc_config){
 		.ring_size = opts->buffer_size,
 		.psb_period = psb_bytes(opts),
@@ -1475,14 +1814,16 @@ static int ss_open(const struct capture_opts *opts, struct target *target, struc
 		b->ptrace_opts |= PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK;
 
 	b->runq = calloc(SS_MAX_THREADS, sizeof(*b->runq));
-	b->cpus = calloc(b->nr_cpus, sizeof(*b->cpus));
-	err = !b->runq || !b->cpus ? -ENOMEM : 0;
+	b->cpus = calloc(b->max_cpus, sizeof(*b->cpus));
+	if (b->per_thread)
+		b->sync = calloc(SS_SYNC_SLOTS, sizeof(*b->sync));
+	err = !b->runq || !b->cpus || (b->per_thread && !b->sync) ? -ENOMEM : 0;
 	err = err ?: ss_dis__new(&b->dis);
 	err = err ?: ss_sb__new(&b->sb);
 	for (c = 0; !err && c < b->nr_cpus; c++)
 		err = ss_enc__new(&b->enc_cfg, &b->cpus[c].enc);
 	if (!err && opts->verify)
-		err = ss_verify__new(b->nr_cpus, mm_by_id, b, &b->verify);
+		err = ss_verify__new(b->max_cpus, mm_by_id, b, &b->verify);
 	if (err)
 		goto fail;
 	err = vdso_read(&b->vdso, &b->vdso_size);
@@ -1768,11 +2109,15 @@ static int ss_resume(struct backend *b)
 static const char *ss_describe(struct backend *b)
 {
 	double secs = b->t_run_ns / 1e9;
+	int asked = b->opts->cpus > 0 ? b->opts->cpus : 2;
+	char added[48] = "";
 
+	if (b->nr_cpus > asked)
+		snprintf(added, sizeof(added), " (%d for the per-thread clock)", b->nr_cpus - asked);
 	snprintf(b->desc, sizeof(b->desc),
-		 "singlestep: %d virtual CPUs, %" PRIu64 " KiB rings, %" PRIu64 " instructions "
+		 "singlestep: %d virtual CPUs%s, %" PRIu64 " KiB rings, %" PRIu64 " instructions "
 		 "stepped in %.2fs (%.0f/s), clock %s, %.0fx slower than the trace's clock",
-		 b->nr_cpus, b->enc_cfg.ring_size >> 10, b->steps, secs,
+		 b->nr_cpus, added, b->enc_cfg.ring_size >> 10, b->steps, secs,
 		 secs > 0 ? b->steps / secs : 0.0,
 		 b->opts->clock == SS_CLOCK_REAL	 ? "real" :
 		 b->opts->clock == SS_CLOCK_MIXED ? "mixed" :
@@ -1787,10 +2132,13 @@ static void ss_close(struct backend *b)
 	if (!b)
 		return;
 	detach_all(b);
-	for (i = 0; i < b->nr_cpus && b->cpus; i++)
+	for (i = 0; i < b->max_cpus && b->cpus; i++)
 		ss_enc__free(b->cpus[i].enc);
-	for (i = 0; i < b->nr_threads; i++)
+	for (i = 0; i < b->nr_threads; i++) {
+		if (b->threads[i]->schedstat_fd >= 0)
+			close(b->threads[i]->schedstat_fd);
 		free(b->threads[i]);
+	}
 	for (i = 0; i < b->nr_procs; i++)
 		free(b->procs[i]);
 	for (i = 0; i < b->nr_mms; i++)
@@ -1807,6 +2155,7 @@ static void ss_close(struct backend *b)
 	free(b->mms);
 	free(b->runq);
 	free(b->cpus);
+	free(b->sync);
 	free(b->vdso);
 	free(b);
 }
@@ -1828,7 +2177,9 @@ static int ss_locate(struct backend *b, uint32_t tid, uint64_t ktime, uint32_t *
 		 * A fire at a system call's end (--syscall-latency-over) comes before the
 		 * thread's next instruction: the call lasts until then, on the trace's clock.
 		 */
-		if (t->in_syscall)
+		if (t->in_syscall && b->per_thread)
+			*time = t->syscall_time + (ktime > t->resumed_ns ? ktime - t->resumed_ns : 0);
+		else if (t->in_syscall)
 			*time = b->now;
 		else if (t->syscall_end && t->last_time == t->syscall_time)
 			*time = t->syscall_end;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
+#include <sys/user.h>
 #include <stdlib.h>
 #include <capstone/capstone.h>
 
@@ -112,6 +113,86 @@ static enum ss_insn_class classify(const cs_insn *insn, bool *call_next)
 	}
 }
 
+/* A lock-prefixed instruction, or xchg with memory (locked without the prefix). */
+static void atomic_operand(const cs_insn *insn, struct ss_insn *out)
+{
+	const cs_x86 *x = &insn->detail->x86;
+	int i;
+
+	out->atomic = false;
+	out->mem_seg = out->mem_base = out->mem_index = 0;
+	out->mem_scale = 0;
+	out->mem_disp = 0;
+	if (x->prefix[0] != X86_PREFIX_LOCK && insn->id != X86_INS_XCHG)
+		return;
+	for (i = 0; i < x->op_count; i++) {
+		const cs_x86_op *op = &x->operands[i];
+
+		if (op->type != X86_OP_MEM)
+			continue;
+		out->atomic = true;
+		out->mem_seg = (uint16_t)op->mem.segment;
+		out->mem_base = (uint16_t)op->mem.base;
+		out->mem_index = (uint16_t)op->mem.index;
+		out->mem_scale = (uint8_t)op->mem.scale;
+		out->mem_disp = op->mem.disp;
+		return;
+	}
+}
+
+/* A 64-bit general register's value; false for any other register. */
+static bool reg_value(const struct user_regs_struct *r, unsigned reg, uint64_t *v)
+{
+	switch (reg) {
+	case X86_REG_RAX: *v = r->rax; return true;
+	case X86_REG_RBX: *v = r->rbx; return true;
+	case X86_REG_RCX: *v = r->rcx; return true;
+	case X86_REG_RDX: *v = r->rdx; return true;
+	case X86_REG_RSI: *v = r->rsi; return true;
+	case X86_REG_RDI: *v = r->rdi; return true;
+	case X86_REG_RBP: *v = r->rbp; return true;
+	case X86_REG_RSP: *v = r->rsp; return true;
+	case X86_REG_R8: *v = r->r8; return true;
+	case X86_REG_R9: *v = r->r9; return true;
+	case X86_REG_R10: *v = r->r10; return true;
+	case X86_REG_R11: *v = r->r11; return true;
+	case X86_REG_R12: *v = r->r12; return true;
+	case X86_REG_R13: *v = r->r13; return true;
+	case X86_REG_R14: *v = r->r14; return true;
+	case X86_REG_R15: *v = r->r15; return true;
+	default: return false;
+	}
+}
+
+int ss_insn__mem_addr(const struct ss_insn *insn, const struct user_regs_struct *regs,
+		      uint64_t ip, uint64_t *addr)
+{
+	uint64_t a = (uint64_t)insn->mem_disp, v;
+
+	if (!insn->atomic)
+		return -EINVAL;
+	if (insn->mem_base == X86_REG_RIP)
+		a += ip + insn->len;
+	else if (insn->mem_base) {
+		if (!reg_value(regs, insn->mem_base, &v))
+			return -EINVAL;
+		a += v;
+	}
+	if (insn->mem_index) {
+		if (!reg_value(regs, insn->mem_index, &v))
+			return -EINVAL;
+		a += v * (insn->mem_scale ? insn->mem_scale : 1);
+	}
+	if (insn->mem_seg == X86_REG_FS)
+		a += regs->fs_base;
+	else if (insn->mem_seg == X86_REG_GS)
+		a += regs->gs_base;
+	else if (insn->mem_seg)
+		return -EINVAL;
+	*addr = a;
+	return 0;
+}
+
 int ss_dis__decode(struct ss_dis *d, const uint8_t *bytes, size_t size, uint64_t ip,
 		   struct ss_insn *out)
 {
@@ -128,6 +209,7 @@ int ss_dis__decode(struct ss_dis *d, const uint8_t *bytes, size_t size, uint64_t
 	}
 	out->len = d->insn->size;
 	out->cls = classify(d->insn, &out->call_next);
+	atomic_operand(d->insn, out);
 	return 0;
 }
 

@@ -33,6 +33,15 @@ struct ss_insn {
 	uint8_t len;		/* bytes, 1..15; 0 when invalid */
 	uint8_t cls;		/* enum ss_insn_class */
 	bool call_next;		/* call to the next instruction (PIC thunk): not pushed */
+	/*
+	 * An atomic read-modify-write of memory (lock prefix, or xchg with memory), where
+	 * threads meet (the trace clock orders them, ss_backend.c); its memory operand as
+	 * capstone registers (0: none), for ss_insn__mem_addr().
+	 */
+	bool atomic;
+	uint8_t mem_scale;
+	uint16_t mem_seg, mem_base, mem_index;
+	int64_t mem_disp;
 };
 
 struct ss_dis;
@@ -50,5 +59,14 @@ int ss_dis__decode(struct ss_dis *d, const uint8_t *bytes, size_t size, uint64_t
 		   struct ss_insn *out);
 
 const char *ss_insn_class_str(enum ss_insn_class cls);
+
+struct user_regs_struct;
+
+/*
+ * The address an atomic instruction at `ip` works on, from the registers it started
+ * with. Returns 0, or -EINVAL (not atomic, or a register outside the general ones).
+ */
+int ss_insn__mem_addr(const struct ss_insn *insn, const struct user_regs_struct *regs,
+		      uint64_t ip, uint64_t *addr);
 
 #endif /* PTBPF_SS_INSN_H */
