@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "log.h"
+#include "privs.h"
 
 static const struct {
 	const char *name;
@@ -28,6 +29,8 @@ int main(int argc, char **argv)
 	int err;
 
 	setvbuf(stdout, NULL, _IOLBF, BUFSIZ);
+	/* before anything is opened; a refusal leaves the limit as it was */
+	privs_raise_nofile();
 	if (argc > 1) {
 		for (i = 0; i < ARRAY_SIZE(subcommands); i++) {
 			if (strcmp(argv[1], subcommands[i].name))

@@ -22,6 +22,7 @@
 
 #include "log.h"
 #include "open_ui.h"
+#include "privs.h"
 
 #define PERFETTO_UI "https://ui.perfetto.dev"
 
@@ -102,6 +103,7 @@ static void launch_browser(const char *url)
 			dup2(null, STDOUT_FILENO);
 			dup2(null, STDERR_FILENO);
 		}
+		privs_restore_nofile();
 		execlp("xdg-open", "xdg-open", url, (char *)NULL);
 		_exit(127);
 	}

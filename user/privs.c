@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -239,4 +240,30 @@ void privs_ptrace_denied(pid_t pid, char *why, size_t size)
 		fclose(f);
 	}
 	snprintf(why, size, "refused by a security module (active: %s)", *lsm ? lsm : "none listed");
+}
+
+/* The soft limit privs_raise_nofile() found, for the commands ptbpf starts. */
+static struct rlimit nofile_found;
+static bool nofile_raised;
+
+int privs_raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return -errno;
+	if (rl.rlim_cur >= rl.rlim_max)
+		return 0;
+	nofile_found = rl;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		return -errno;
+	nofile_raised = true;
+	return 0;
+}
+
+void privs_restore_nofile(void)
+{
+	if (nofile_raised)
+		setrlimit(RLIMIT_NOFILE, &nofile_found);
 }

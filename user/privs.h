@@ -46,4 +46,18 @@ int privs_ptrace_probe(char *evidence, size_t size);
  */
 void privs_ptrace_denied(pid_t pid, char *why, size_t size);
 
+/*
+ * Raise the soft RLIMIT_NOFILE to the hard limit, as perf does (rlimit__increase_nofile()
+ * in tools/perf/util/rlimit.c): the pt backend holds one PT event per CPU plus one per
+ * gate per CPU, which passes the usual soft limit of 1024 on hosts of 500 CPUs. The
+ * limit found is kept for privs_restore_nofile(). Returns 0 or -errno of setrlimit().
+ */
+int privs_raise_nofile(void);
+
+/*
+ * Put back the soft RLIMIT_NOFILE privs_raise_nofile() found: in a command ptbpf starts,
+ * before exec (a program using select() must not see more than FD_SETSIZE descriptors).
+ */
+void privs_restore_nofile(void);
+
 #endif /* PTBPF_PRIVS_H */

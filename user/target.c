@@ -109,6 +109,7 @@ int target__spawn(char *const argv[], struct target **out)
 		 */
 		if (read(go[0], &c, 1) < 0)
 			_exit(127);
+		privs_restore_nofile();
 		execv(t->exe, argv);
 		err = errno;
 		if (write(exec_err[1], &err, sizeof(err)) < 0)

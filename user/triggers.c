@@ -1231,13 +1231,26 @@ static int add_tp_gate(struct triggers *t, int i, struct bpf_program *prog, cons
 	struct gate *g;
 	int err;
 
+	int j;
+
 	add_gate(t, i, prog, &g);
 	snprintf(g->name, sizeof(g->name), "%s/%s", cat, name);
 	err = read_tp_id(t, g->name, &g->tp_id);
-	if (err)
+	if (err) {
 		elog("%s: cannot read the id of tracepoint %s: %s\n", t->trig[i].desc, g->name,
 		     strerror(-err));
-	return err;
+		return err;
+	}
+	/* see triggers__gate_mode_check(): the kernel ANDs the programs of a tracepoint */
+	for (j = 0; j < t->nr_gates - 1; j++) {
+		if (t->gates[j].tp_id != g->tp_id)
+			continue;
+		elog("%s: %s already gates on tracepoint %s, and the kernel fires its perf events "
+		     "only when every program on it returns 1: use links mode\n", t->trig[i].desc,
+		     t->trig[t->gates[j].index].desc, g->name);
+		return -EOPNOTSUPP;
+	}
+	return 0;
 }
 
 static int add_uprobe_gate(struct triggers *t, int i, bool ret)
@@ -1303,7 +1316,7 @@ static void remove_stale_probes(struct triggers *t, const char *file)
 
 static int make_gates(struct triggers *t)
 {
-	bool syscall_gate = false;
+	bool syscall_gate = false, runq_gate = false;
 	int i, err = 0;
 
 	err = find_tracefs(t);
@@ -1327,8 +1340,11 @@ static int make_gates(struct triggers *t)
 					  t->trig[i].cat, t->trig[i].name);
 			break;
 		case TRIGGER_RUNQ_LATENCY:
-			err = add_tp_gate(t, i, t->skel->progs.tp_sched_switch, "sched",
-					  "sched_switch");
+			/* One program decides for every run-queue trigger. */
+			if (!runq_gate)
+				err = add_tp_gate(t, i, t->skel->progs.tp_sched_switch, "sched",
+						  "sched_switch");
+			runq_gate = true;
 			break;
 		case TRIGGER_SYSCALL_LATENCY:
 			/* One program decides for every syscall trigger. */
@@ -1342,6 +1358,98 @@ static int make_gates(struct triggers *t)
 		}
 	}
 	return err;
+}
+
+/*
+ * The tracepoint ("cat/name") whose perf events trigger `s` would gate on, in `buf`;
+ * NULL for a probe ptbpf defines for it alone (uprobe, kprobe) or a kind without a gate.
+ */
+static const char *gate_tracepoint(const struct trigger_spec *s, char *buf, size_t size)
+{
+	const char *colon;
+
+	switch (s->kind) {
+	case TRIGGER_TRACEPOINT:
+		colon = s->arg ? strchr(s->arg, ':') : NULL;
+		if (!colon)
+			return NULL;
+		snprintf(buf, size, "%.*s/%s", (int)(colon - s->arg), s->arg, colon + 1);
+		return buf;
+	case TRIGGER_RUNQ_LATENCY:
+		return "sched/sched_switch";
+	case TRIGGER_SYSCALL_LATENCY:
+		return "raw_syscalls/sys_exit";
+	default:
+		return NULL;
+	}
+}
+
+/* Whether tracefs (mounted for the look, and left as found) has a writable `file`. */
+static bool tracefs_has_file(const char *file)
+{
+	char path[PATH_MAX];
+	const char *tracefs;
+	bool mounted, ok;
+
+	tracefs = tracefs_path(&mounted);
+	if (!tracefs)
+		return false;
+	snprintf(path, sizeof(path), "%s/%s", tracefs, file);
+	ok = !access(path, W_OK);
+	tracefs_unmount(mounted);
+	return ok;
+}
+
+int triggers__gate_mode_check(const struct capture_opts *o, char *why, size_t size)
+{
+	char tp_i[160], tp_j[160];
+	const char *a, *b;
+	int i, j;
+
+	if (!o)
+		return -EINVAL;
+	for (i = 0; i < o->nr_triggers; i++) {
+		const struct trigger_spec *s = &o->triggers[i];
+
+		switch (s->kind) {
+		case TRIGGER_USDT:
+			snprintf(why, size, "--usdt has no in-kernel gate yet");
+			return -EOPNOTSUPP;
+		case TRIGGER_UPROBE:
+		case TRIGGER_UPROBE_LATENCY:
+		case TRIGGER_KPROBE:
+			a = s->kind == TRIGGER_KPROBE ? "kprobe" : "uprobe";
+			snprintf(tp_i, sizeof(tp_i), "%s_events", a);
+			if (!tracefs_has_file(tp_i)) {
+				snprintf(why, size, "tracefs has no %s (a kernel without CONFIG_%s_"
+					 "EVENTS) to define the gate's %s in", tp_i,
+					 s->kind == TRIGGER_KPROBE ? "KPROBE" : "UPROBE", a);
+				return -EOPNOTSUPP;
+			}
+			break;
+		default:
+			break;
+		}
+		/*
+		 * Every BPF program on one tracepoint runs for each of its perf events, and
+		 * the event fires only if all of them return 1 (bpf_prog_run_array() in
+		 * include/linux/bpf.h ANDs them, through trace_call_bpf()): two gates on one
+		 * tracepoint would each silence the other's fires. The syscall triggers share
+		 * one program, and so do the run-queue triggers: one gate each.
+		 */
+		a = gate_tracepoint(s, tp_i, sizeof(tp_i));
+		for (j = 0; a && j < i; j++) {
+			b = gate_tracepoint(&o->triggers[j], tp_j, sizeof(tp_j));
+			if (!b || strcmp(a, b) || (s->kind == o->triggers[j].kind &&
+						  s->kind != TRIGGER_TRACEPOINT))
+				continue;
+			snprintf(why, size, "two triggers gate on tracepoint %s (triggers %d and "
+				 "%d), and the kernel fires its perf events only when every program "
+				 "on it returns 1 (bpf_prog_run_array)", a, j + 1, i + 1);
+			return -EOPNOTSUPP;
+		}
+	}
+	return 0;
 }
 
 int triggers__nr_gates(const struct triggers *t)
@@ -1366,6 +1474,9 @@ int triggers__attach_gate(struct triggers *t, int i, int perf_fd)
 
 	if (!t || i < 0 || i >= t->nr_gates || perf_fd < 0)
 		return -EINVAL;
+	/* before the link exists: add_link()'s refusal would destroy it, closing perf_fd */
+	if (t->nr_links >= MAX_LINKS)
+		return -E2BIG;
 	err = add_link(t, bpf_program__attach_perf_event(t->gates[i].prog, perf_fd));
 	if (err)
 		elog("%s: cannot attach the program to %s: %s\n", t->trig[t->gates[i].index].desc,

@@ -154,12 +154,22 @@ struct trigger_gate {
 	int prog_fd;		/* the deciding program (returns 1 to fire) */
 };
 
+/*
+ * Whether every trigger of `o` can be a gate: tracefs must have uprobe_events or
+ * kprobe_events for the probes, --usdt has no gate, and no two triggers may gate on the
+ * same tracepoint (the kernel ANDs the programs of a tracepoint). Returns 0, or
+ * -EOPNOTSUPP with `why` saying which rule; a backend then uses links mode.
+ */
+int triggers__gate_mode_check(const struct capture_opts *o, char *why, size_t size);
+
 /* Gates to open per CPU; 0 in links mode. */
 int triggers__nr_gates(const struct triggers *t);
 int triggers__gate(const struct triggers *t, int i, struct trigger_gate *g);
 /*
  * Attach gate i's program (its trigger's own copy, which knows its index) to one of its
- * per-CPU perf events. Once per gate; the link keeps that perf event alive until triggers__free().
+ * per-CPU perf events. Once per gate. On success the link owns `perf_fd` (libbpf's
+ * bpf_link_perf_detach() closes it in triggers__free()): the caller must not close it.
+ * On failure it is still the caller's.
  */
 int triggers__attach_gate(struct triggers *t, int i, int perf_fd);
 

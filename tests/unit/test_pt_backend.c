@@ -16,7 +16,10 @@
 #include <fcntl.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -39,20 +42,25 @@ static const char *tree(const char *name)
 	return path;
 }
 
-/* Run open() with stderr captured; returns its result and the text it printed. */
-static int open_capturing(const struct capture_opts *o, struct target *t, struct backend **b,
-			  char *text, size_t size)
+/* Send stderr to stderr_path; returns the real stderr for stderr_end(). */
+static int stderr_begin(void)
 {
-	int saved = dup(2), fd, err;
-	FILE *f;
-	size_t n;
+	int saved = dup(2), fd;
 
 	fflush(stderr);
 	fd = open(stderr_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	assert_true(fd >= 0);
 	dup2(fd, 2);
 	close(fd);
-	err = pt_backend_ops.open(o, t, b);
+	return saved;
+}
+
+/* Put stderr back; `text` gets what was printed since stderr_begin(). */
+static void stderr_end(int saved, char *text, size_t size)
+{
+	FILE *f;
+	size_t n;
+
 	fflush(stderr);
 	dup2(saved, 2);
 	close(saved);
@@ -60,6 +68,16 @@ static int open_capturing(const struct capture_opts *o, struct target *t, struct
 	n = fread(text, 1, size - 1, f);
 	text[n] = '\0';
 	fclose(f);
+}
+
+/* Run open() with stderr captured; returns its result and the text it printed. */
+static int open_capturing(const struct capture_opts *o, struct target *t, struct backend **b,
+			  char *text, size_t size)
+{
+	int saved = stderr_begin(), err;
+
+	err = pt_backend_ops.open(o, t, b);
+	stderr_end(saved, text, size);
 	return err;
 }
 
@@ -782,9 +800,33 @@ static void test_sim_gates(void **state)
 				members++;
 		assert_int_equal(members, ncpu + 1);
 	}
-	/* the backend before the triggers: tracefs keeps probes perf events hold */
-	pt_backend_ops.close(b);
-	triggers__free(t);
+	/*
+	 * The backend before the triggers: tracefs keeps probes perf events hold. The
+	 * anchor fd belongs to the BPF link (bpf_link_perf_detach() closes it): every fd
+	 * number close() frees is taken by an unrelated file at once, and triggers__free()
+	 * must leave all of those open.
+	 */
+	{
+		int nfds = 0, freed[256], k, devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+		assert_true(devnull >= 0);
+		for (k = 3; k < 1024 && nfds < 256; k++)
+			if (k != devnull && fcntl(k, F_GETFD) >= 0)
+				freed[nfds++] = k;
+		pt_backend_ops.close(b);
+		for (k = i = 0; i < nfds; i++) {
+			if (fcntl(freed[i], F_GETFD) >= 0)
+				continue;
+			assert_int_equal(dup2(devnull, freed[i]), freed[i]);
+			freed[k++] = freed[i];
+		}
+		triggers__free(t);
+		for (i = 0; i < k; i++) {
+			assert_true(fcntl(freed[i], F_GETFD) >= 0);
+			close(freed[i]);
+		}
+		close(devnull);
+	}
 	sim_reset();
 
 	/* a kernel that refuses aux_pause members: the loader freezes */
@@ -802,6 +844,102 @@ static void test_sim_gates(void **state)
 	pt_backend_ops.close(b);
 	unsetenv("PTBPF_PT_FREEZE");
 	sim_reset();
+	sim_tree_free();
+}
+
+/* The trigger mode open() leads to, and what it printed, for triggers `specs`. */
+static enum trigger_attach_mode sim_mode(const struct trigger_spec *specs, int n, char *text,
+					 size_t size)
+{
+	struct capture_opts o = opts();
+	struct backend *b = NULL;
+	enum trigger_attach_mode mode;
+	int saved;
+
+	o.buffer_size = 16384;
+	o.nr_triggers = n;
+	memcpy(o.triggers, specs, n * sizeof(*specs));
+	assert_int_equal(open_capturing(&o, NULL, &b, text, size), 0);
+	saved = stderr_begin();
+	mode = pt_backend_ops.trigger_mode(b);
+	stderr_end(saved, text, size);
+	pt_backend_ops.close(b);
+	sim_reset();
+	return mode;
+}
+
+/*
+ * Gate mode only where the kernel lets every trigger gate: the programs of one
+ * tracepoint are ANDed (bpf_prog_run_array() in include/linux/bpf.h), so two triggers
+ * gating on one tracepoint silence each other; a probe needs tracefs' uprobe_events or
+ * kprobe_events. Elsewhere the loader freezes (links mode), saying why.
+ */
+static void test_sim_gate_rules(void **state)
+{
+	struct trigger_spec tp = { .kind = TRIGGER_TRACEPOINT, .arg = "sched:sched_switch",
+				   .syscall_nr = -1 };
+	struct trigger_spec runq = { .kind = TRIGGER_RUNQ_LATENCY, .latency_ns = 1000000,
+				     .syscall_nr = -1 };
+	struct trigger_spec sys = { .kind = TRIGGER_SYSCALL_LATENCY, .latency_ns = 1000000,
+				    .syscall_nr = -1 };
+	struct trigger_spec up = { .kind = TRIGGER_UPROBE, .arg = "/bin/true:main",
+				   .syscall_nr = -1 };
+	struct trigger_spec specs[3];
+	char text[2048];
+	pid_t child;
+	int status;
+
+	if (geteuid()) {
+		printf("SKIP: needs root (CAP_PERFMON for the PMU check, mounts)\n");
+		skip();
+	}
+	sim_tree();
+	specs[0] = tp;
+	assert_int_equal(sim_mode(specs, 1, text, sizeof(text)), TRIGGER_ATTACH_GATE);
+	assert_string_equal(text, "");
+	/* run-queue latency gates on sched_switch too */
+	specs[1] = runq;
+	assert_int_equal(sim_mode(specs, 2, text, sizeof(text)), TRIGGER_ATTACH_LINKS);
+	assert_non_null(strstr(text, "the loader will freeze PT"));
+	assert_non_null(strstr(text, "tracepoint sched/sched_switch (triggers 1 and 2)"));
+	assert_non_null(strstr(text, "bpf_prog_run_array"));
+	/* the same tracepoint twice */
+	specs[1] = tp;
+	assert_int_equal(sim_mode(specs, 2, text, sizeof(text)), TRIGGER_ATTACH_LINKS);
+	/* syscall triggers share one program: one gate, no conflict; nor with another tp */
+	specs[0] = sys;
+	specs[1] = sys;
+	specs[2] = tp;
+	assert_int_equal(sim_mode(specs, 3, text, sizeof(text)), TRIGGER_ATTACH_GATE);
+	specs[2] = tp;
+	specs[2].arg = "raw_syscalls:sys_exit";
+	assert_int_equal(sim_mode(specs, 3, text, sizeof(text)), TRIGGER_ATTACH_LINKS);
+	/* --usdt has no gate: links mode rather than a refusal */
+	specs[0] = up;
+	specs[0].kind = TRIGGER_USDT;
+	assert_int_equal(sim_mode(specs, 1, text, sizeof(text)), TRIGGER_ATTACH_LINKS);
+	assert_non_null(strstr(text, "--usdt"));
+
+	/* a tracefs without uprobe_events, in a mount namespace of a child's own */
+	specs[0] = up;
+	assert_int_equal(sim_mode(specs, 1, text, sizeof(text)), TRIGGER_ATTACH_GATE);
+	child = fork();
+	assert_true(child >= 0);
+	if (!child) {
+		if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+		    mount("none", "/sys/kernel/tracing", "tmpfs", 0, NULL) ||
+		    mkdir("/sys/kernel/tracing/events", 0755))
+			_exit(77);
+		if (sim_mode(specs, 1, text, sizeof(text)) != TRIGGER_ATTACH_LINKS)
+			_exit(1);
+		_exit(strstr(text, "no uprobe_events") ? 0 : 2);
+	}
+	assert_int_equal(waitpid(child, &status, 0), child);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 77)
+		printf("no mount namespace here: the tracefs case was not run\n");
+	else
+		assert_int_equal(WEXITSTATUS(status), 0);
 	sim_tree_free();
 }
 
@@ -920,6 +1058,7 @@ int main(void)
 		cmocka_unit_test(test_open_fails_cleanly),
 		cmocka_unit_test(test_sim_capture),
 		cmocka_unit_test(test_sim_gates),
+		cmocka_unit_test(test_sim_gate_rules),
 		cmocka_unit_test(test_sim_close),
 		cmocka_unit_test(test_sim_locate),
 		cmocka_unit_test(test_null_args),

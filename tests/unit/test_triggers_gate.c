@@ -179,10 +179,14 @@ static void run_gate(const char *spec, uint64_t nth, uint64_t lat_ns, int min_fi
 	qsort(sample_tids, nsamples, sizeof(__u32), cmp_u32);
 	assert_memory_equal(fires.tids, sample_tids, fires.n * sizeof(__u32));
 
-	/* perf events first, then the tracefs probes can go (EBUSY before) */
+	/*
+	 * perf events first, then the tracefs probes can go (EBUSY before). fds[0] belongs
+	 * to the program's link now: triggers__free() closes it.
+	 */
 	for (i = 0; i < ncpu; i++) {
 		munmap(rings[i], ring_size);
-		close(fds[i]);
+		if (i)
+			close(fds[i]);
 	}
 	triggers__free(t);
 	assert_false(tracefs_has(group));
@@ -284,12 +288,48 @@ static void test_links_do_not_silence(void **state)
 	unsetenv("PTBPF_NO_TP_BTF");
 }
 
+/*
+ * Two gates on one tracepoint: the kernel runs every program of the tracepoint before each
+ * of its perf events and fires it only if all return 1 (bpf_prog_run_array() ANDs them),
+ * so run-queue latency and --tracepoint sched:sched_switch would silence each other.
+ * triggers__new() refuses it in gate mode, naming both; links mode takes it.
+ */
+static void test_gates_share_no_tracepoint(void **state)
+{
+	struct capture_opts o = { .nth = 1, .max_snapshots = 1, .nr_triggers = 2 };
+	struct triggers *t = NULL;
+	char why[256];
+
+	skip_unless_possible();
+	o.triggers[0].kind = TRIGGER_RUNQ_LATENCY;
+	o.triggers[0].latency_ns = 1000000;
+	o.triggers[0].syscall_nr = -1;
+	o.triggers[1].kind = TRIGGER_TRACEPOINT;
+	o.triggers[1].arg = "sched:sched_switch";
+	o.triggers[1].syscall_nr = -1;
+	assert_int_equal(triggers__gate_mode_check(&o, why, sizeof(why)), -EOPNOTSUPP);
+	assert_non_null(strstr(why, "sched/sched_switch"));
+	assert_int_equal(triggers__new(&o, getpid(), TRIGGER_ATTACH_GATE, &t), -EOPNOTSUPP);
+	assert_null(t);
+	assert_int_equal(triggers__new(&o, getpid(), TRIGGER_ATTACH_LINKS, &t), 0);
+	triggers__free(t);
+	/* the same tracepoint twice */
+	o.triggers[0] = o.triggers[1];
+	assert_int_equal(triggers__gate_mode_check(&o, why, sizeof(why)), -EOPNOTSUPP);
+	assert_int_equal(triggers__new(&o, getpid(), TRIGGER_ATTACH_GATE, &t), -EOPNOTSUPP);
+	/* two run-queue triggers share one program, hence one gate */
+	o.triggers[0].kind = o.triggers[1].kind = TRIGGER_RUNQ_LATENCY;
+	o.triggers[0].arg = o.triggers[1].arg = NULL;
+	assert_int_equal(triggers__gate_mode_check(&o, why, sizeof(why)), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_gate_uprobe),
 		cmocka_unit_test(test_gate_uretprobe),
 		cmocka_unit_test(test_links_do_not_silence),
+		cmocka_unit_test(test_gates_share_no_tracepoint),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

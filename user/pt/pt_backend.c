@@ -98,7 +98,8 @@ struct backend {
 	bool gated;			/* gate events are open: the in-kernel freeze is armed */
 	int nr_gates;
 	uint64_t *gate_tp;		/* tracepoint id of each gate */
-	int *anchor_fds;		/* one event per gate holding its program; -1 */
+	int *anchor_fds;		/* one event per gate holding its program, until its BPF
+					 * link owns it (then -1) */
 	int *prog_fds;			/* the trigger programs (owned by the triggers), whose
 					 * JIT images a --kernel snapshot records */
 	int nr_prog_fds;
@@ -517,8 +518,15 @@ cleanup:
 
 static enum trigger_attach_mode pt_trigger_mode(struct backend *b)
 {
-	return b && b->aux_pause && b->opts->nr_triggers ? TRIGGER_ATTACH_GATE :
-							    TRIGGER_ATTACH_LINKS;
+	char why[256];
+
+	if (!b || !b->aux_pause || !b->opts->nr_triggers)
+		return TRIGGER_ATTACH_LINKS;
+	if (triggers__gate_mode_check(b->opts, why, sizeof(why))) {
+		elog("pt: the loader will freeze PT, not the kernel at the trigger: %s\n", why);
+		return TRIGGER_ATTACH_LINKS;
+	}
+	return TRIGGER_ATTACH_GATE;
 }
 
 static int pt_attach_gates(struct backend *b, struct triggers *t)
@@ -571,6 +579,12 @@ static int pt_attach_gates(struct backend *b, struct triggers *t)
 		err = triggers__attach_gate(t, i, b->anchor_fds[i]);
 		if (err)
 			return err;
+		/*
+		 * The link owns the anchor now: libbpf's bpf_link_perf_detach() closes the
+		 * perf fd it was given, so closing it here too would close whatever file got
+		 * its number in between.
+		 */
+		b->anchor_fds[i] = -1;
 	}
 	for (i = 0; i < b->nr_cpus; i++) {
 		err = cpu_open_gates(b, &b->cpus[i]);
