@@ -22,12 +22,14 @@
 #include <sys/wait.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "backend.h"
 #include "pt_pmu.h"
+#include "symtab.h"
 #include "target.h"
 #include "triggers.h"
 
@@ -400,6 +402,63 @@ static struct pd_sample_id sim_sample(struct sim_event *e, uint64_t time)
 				      .id = e->id, .valid = PT_SAMPLE_TYPE };
 }
 
+/*
+ * PERF_EVENT_IOC_SET_FILTER on a PT event, with the kernel's rules: "ACTION RANGE" pairs
+ * separated by spaces, commas or newlines (perf_event_parse_addr_filter() in
+ * kernel/events/core.c), RANGE "0xADDR/0xSIZE[@FILE]".
+ * - A file-based range on a CPU-wide event (pid -1): -EOPNOTSUPP, "only per-task events".
+ * - An address range before Linux 5.18 (sim_before_5_18): -EINVAL with exclude_kernel
+ *   (core.c, until "perf/core: Allow kernel address filter when not filtering the
+ *   kernel"), and -EINVAL for a user address (pt_event_addr_filters_validate() in
+ *   arch/x86/events/intel/pt.c checked valid_kernel_ip() until "Relax address filter
+ *   validation"); both changes came in 5.18.
+ * - "filter" needs a size (core.c); "start" and more ranges than caps/num_address_ranges
+ *   (2 on the Skylake tree) are -EOPNOTSUPP (pt_event_addr_filters_validate()).
+ */
+static bool sim_before_5_18;
+
+static int sim_set_filter(struct sim_event *e, const char *arg)
+{
+	char copy[512], *tok, *save = NULL;
+	bool want_action = true, start = false;
+	int ranges = 0;
+
+	snprintf(copy, sizeof(copy), "%s", arg);
+	for (tok = strtok_r(copy, " ,\n", &save); tok; tok = strtok_r(NULL, " ,\n", &save)) {
+		unsigned long long addr, size = 0;
+		char *at = strchr(tok, '@');
+
+		if (want_action) {
+			if (strcmp(tok, "filter") && strcmp(tok, "start") && strcmp(tok, "stop"))
+				goto inval;
+			start = !strcmp(tok, "start");
+			want_action = false;
+			continue;
+		}
+		want_action = true;
+		if (sscanf(tok, "%llx/%llx", &addr, &size) < 1 || !size)
+			goto inval;
+		if (at && e->pid == -1) {
+			errno = EOPNOTSUPP;
+			return -1;
+		}
+		if (!at && sim_before_5_18 &&
+		    (e->attr.exclude_kernel || addr < 0xffff800000000000ull))
+			goto inval;
+		if (start || ++ranges > 2) {
+			errno = EOPNOTSUPP;
+			return -1;
+		}
+	}
+	if (!want_action)
+		goto inval;
+	snprintf(e->filter, sizeof(e->filter), "%s", arg);
+	return 0;
+inval:
+	errno = EINVAL;
+	return -1;
+}
+
 int pt_sys_ioctl(int fd, unsigned long request, unsigned long arg)
 {
 	struct sim_event *e = sim_by_fd(fd);
@@ -425,8 +484,7 @@ int pt_sys_ioctl(int fd, unsigned long request, unsigned long arg)
 		sim_write_record(e, &aux);
 		return 0;
 	case PERF_EVENT_IOC_SET_FILTER:
-		snprintf(e->filter, sizeof(e->filter), "%s", (const char *)arg);
-		return 0;
+		return sim_set_filter(e, (const char *)arg);
 	}
 	errno = ENOTTY;
 	return -1;
@@ -445,6 +503,7 @@ static void sim_reset(void)
 	memset(sim, 0, sizeof(sim));
 	nr_sim = 0;
 	sim_refuse_aux_pause = false;
+	sim_before_5_18 = false;
 }
 
 static char sim_root[128];
@@ -497,6 +556,33 @@ static int sim_check(void *ctx)
 	return ++h->calls >= h->stop_after;
 }
 
+int ptbpf_test_filter_target(int x);
+
+/* Small rings, and --filter on a function of this test. */
+static struct capture_opts self_filter_opts(void)
+{
+	struct capture_opts o = opts();
+
+	o.buffer_size = 16384;
+	o.filters[0] = "/proc/self/exe:ptbpf_test_filter_target";
+	o.nr_filters = 1;
+	return o;
+}
+
+/* The size of ptbpf_test_filter_target in this binary's symbol table. */
+static size_t filter_target_size(void)
+{
+	struct symtab *st = NULL;
+	const struct sym *fn;
+	size_t size;
+
+	assert_int_equal(symtab__load("/proc/self/exe", &st), 0);
+	assert_int_equal(symtab__lookup(st, "ptbpf_test_filter_target", &fn, 1), 1);
+	size = fn->size;
+	symtab__free(st);
+	return size;
+}
+
 /*
  * open, start, run, freeze, snapshot, resume, close against the simulated kernel, and
  * what ends up in struct capture, field by field.
@@ -515,16 +601,16 @@ static void test_sim_capture(void **state)
 	uint64_t last = 0;
 	size_t n;
 	int kernel_recs = 0, aux_recs = 0, synth_comm = 0;
-	char text[2048];
+	char text[2048], want_filter[64];
 
 	if (geteuid() || ncpu < 2) {
 		printf("SKIP: needs root (CAP_PERFMON for the PMU check) and two CPUs\n");
 		skip();
 	}
 	sim_tree();
-	o.buffer_size = 16384;
-	o.filters[0] = "/proc/self/exe:ptbpf_test_filter_target";
-	o.nr_filters = 1;
+	o = self_filter_opts();
+	snprintf(want_filter, sizeof(want_filter), "filter 0x%lx/0x%zx",
+		 (unsigned long)ptbpf_test_filter_target, filter_target_size());
 	assert_int_equal(open_capturing(&o, &t, &b, text, sizeof(text)), 0);
 	assert_non_null(b);
 	assert_string_equal(text, "");
@@ -553,9 +639,11 @@ static void test_sim_capture(void **state)
 		assert_int_equal(e->aux_prot, PROT_READ);
 		assert_int_equal(e->aux_len, 16384);
 		assert_int_equal(sim_pc(e)->aux_offset, SIM_PAGE + SIM_DATA);
-		/* the address filter, as a file offset of the symbol in the binary */
-		assert_non_null(strstr(e->filter, "filter 0x"));
-		assert_non_null(strchr(e->filter, '@'));
+		/*
+		 * the address filter: the function where this process maps it, no file (the
+		 * kernel refuses file-based filters on CPU-wide events)
+		 */
+		assert_string_equal(e->filter, want_filter);
 	}
 	assert_int_equal(first_pt, ncpu);
 	assert_non_null(probe);
@@ -639,7 +727,7 @@ static void test_sim_capture(void **state)
 	assert_int_equal(cap->pt.per_cpu_mmaps, 1);
 	assert_int_equal(cap->pt.have_sched_switch, 3);
 	assert_int_equal(cap->pt.mtc_freq_bits, 0x3c000);
-	assert_non_null(cap->pt.filter);
+	assert_string_equal(cap->pt.filter, want_filter);	/* AUXTRACE_INFO: what was set */
 	assert_non_null(cap->host.cpuid);
 	assert_non_null(cap->vdso);
 
@@ -690,6 +778,7 @@ static void test_sim_capture(void **state)
 	assert_true(sim_pt(0) == e0);
 	assert_int_equal(e0->enables, 2);
 	assert_int_equal(e1->enables, 2);
+	assert_string_equal(e0->filter, want_filter);	/* the kept events keep their filter */
 	fill(e0->map + SIM_PAGE + SIM_DATA, 100, 1300, 9);	/* CPU 0: 1200 bytes more */
 	e0->pending_head = 1300;
 	fill(e1->map + SIM_PAGE + SIM_DATA, 0, 16384, 5);	/* CPU 1: a whole lap, to 600 */
@@ -943,6 +1032,119 @@ static void test_sim_gate_rules(void **state)
 	sim_tree_free();
 }
 
+static int stop_at_once(void *ctx)
+{
+	return 1;
+}
+
+/*
+ * --filter against the kernel's rules (sim_set_filter()): never a file-based range on the
+ * CPU-wide events; an address range in the target, which a kernel before 5.18 refuses
+ * (said, with the version); no target, nothing to place the range in (said up front); a
+ * command ptbpf starts gets the range once it has exec'd, at the address where it maps
+ * the function's bytes.
+ */
+static void test_sim_filter_rules(void **state)
+{
+	struct capture_opts o = opts();
+	struct target self = { .pid = getpid(), .pidfd = -1, .exit_status = -1 };
+	int ready[2];
+	struct run_hooks hooks = { .fds = ready, .nr_fds = 1, .check = stop_at_once };
+	struct target *cmd = NULL;
+	struct backend *b = NULL;
+	struct symtab *st = NULL;
+	const struct sym *fn;
+	char text[2048], bin[PATH_MAX], spec[PATH_MAX + 16], path[64];
+	char *argv[] = { bin, "-t", "1", "-n", "5000", "-i", "1000", NULL };
+	unsigned long long vaddr, size;
+	uint8_t in_file[16], in_target[16];
+	uint64_t off;
+	int fd, i, status, saved;
+	const char *build = getenv("BUILD");
+
+	if (geteuid()) {
+		printf("SKIP: needs root (CAP_PERFMON for the PMU check)\n");
+		skip();
+	}
+	sim_tree();
+	o = self_filter_opts();
+
+	/* a kernel before 5.18 */
+	sim_before_5_18 = true;
+	assert_int_equal(open_capturing(&o, &self, &b, text, sizeof(text)), -EINVAL);
+	assert_null(b);
+	assert_non_null(strstr(text, "the kernel refused the address filter 'filter 0x"));
+	assert_non_null(strstr(text, "needs Linux 5.18"));
+	sim_reset();
+
+	/* nothing to place the range in */
+	assert_int_equal(open_capturing(&o, NULL, &b, text, sizeof(text)), -EINVAL);
+	assert_non_null(strstr(text, "--filter with --backend pt needs a target process"));
+	o.system_wide = true;
+	assert_int_equal(open_capturing(&o, &self, &b, text, sizeof(text)), -EINVAL);
+	assert_non_null(strstr(text, "needs a target process"));
+	o.system_wide = false;
+	sim_reset();
+
+	/* a command ptbpf starts: the range is set after its exec */
+	snprintf(bin, sizeof(bin), "%s/targets/trig_slow", build ? build : "build");
+	if (access(bin, X_OK)) {
+		printf("SKIP: %s not built (make targets)\n", bin);
+		sim_tree_free();
+		skip();
+	}
+	snprintf(spec, sizeof(spec), "%s:slow_path", bin);
+	o.filters[0] = spec;
+	/* its report of each call goes nowhere */
+	fflush(stdout);
+	saved = dup(1);
+	fd = open("/dev/null", O_WRONLY);
+	dup2(fd, 1);
+	close(fd);
+	assert_int_equal(target__spawn(argv, &cmd), 0);
+	dup2(saved, 1);
+	close(saved);
+	assert_int_equal(open_capturing(&o, cmd, &b, text, sizeof(text)), 0);
+	assert_string_equal(text, "");
+	assert_string_equal(sim_pt(0)->filter, "");
+	assert_non_null(strstr(pt_backend_ops.describe(b), "address filter at the target's exec"));
+	assert_int_equal(pt_backend_ops.start(b), 0);
+	assert_int_equal(target__release(cmd), 0);
+	/* a hook fd ready at once: run() applies the filter, then check() stops it */
+	assert_int_equal(pipe(ready), 0);
+	assert_int_equal(write(ready[1], "x", 1), 1);
+	assert_int_equal(pt_backend_ops.run(b, &hooks), RUN_STOPPED);
+	close(ready[0]);
+	close(ready[1]);
+	for (i = 0; i < nr_sim; i++)
+		if (sim[i].pt)
+			assert_string_equal(sim[i].filter, sim_pt(0)->filter);
+	assert_int_equal(sscanf(sim_pt(0)->filter, "filter 0x%llx/0x%llx", &vaddr, &size), 2);
+	/* the bytes at that address in the target are slow_path's, from the file */
+	assert_int_equal(symtab__load(bin, &st), 0);
+	assert_int_equal(symtab__lookup(st, "slow_path", &fn, 1), 1);
+	assert_int_equal(size, fn->size);
+	assert_int_equal(symtab__addr_to_offset(st, fn->addr, &off), 0);
+	symtab__free(st);
+	fd = open(bin, O_RDONLY);
+	assert_int_equal(pread(fd, in_file, sizeof(in_file), off), sizeof(in_file));
+	close(fd);
+	snprintf(path, sizeof(path), "/proc/%d/mem", cmd->pid);
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, in_target, sizeof(in_target), vaddr), sizeof(in_target));
+	close(fd);
+	assert_memory_equal(in_file, in_target, sizeof(in_file));
+	assert_non_null(strstr(pt_backend_ops.describe(b), ", address filter,"));
+	pt_backend_ops.close(b);
+	kill(cmd->pid, SIGKILL);
+	assert_int_equal(waitpid(cmd->pid, &status, 0), cmd->pid);
+	cmd->spawned = false;	/* reaped here */
+	target__free(cmd);
+	sim_reset();
+	sim_tree_free();
+}
+
 /* Closing leaves nothing open, whatever was opened. */
 static void test_sim_close(void **state)
 {
@@ -1059,6 +1261,7 @@ int main(void)
 		cmocka_unit_test(test_sim_capture),
 		cmocka_unit_test(test_sim_gates),
 		cmocka_unit_test(test_sim_gate_rules),
+		cmocka_unit_test(test_sim_filter_rules),
 		cmocka_unit_test(test_sim_close),
 		cmocka_unit_test(test_sim_locate),
 		cmocka_unit_test(test_null_args),

@@ -33,6 +33,8 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -60,6 +62,8 @@
 #define FILTER_LEN 4096
 /* Reference bytes per CPU for a kept ring (perf's max_size in intel_pt_snapshot_ref_buf_size()) */
 #define REF_MAX (256u << 10)
+/* How long a started command may take to map the binaries --filter names. */
+#define FILTER_WAIT_MS 1000
 
 enum ev_tag {
 	TAG_CPU = 1,
@@ -83,13 +87,24 @@ struct pt_cpu {
 	struct record_fifo *hist;	/* sideband drained so far */
 };
 
+/* One --filter function, as a range of its file. */
+struct filter_range {
+	const char *spec;		/* the --filter argument, for messages */
+	dev_t dev;			/* the file, as /proc/PID/maps names it */
+	ino_t ino;
+	uint64_t file_off, size;	/* the function's bytes in the file */
+};
+
 struct backend {
 	const struct capture_opts *opts;
 	struct target *target;
 	struct pt_pmu *pmu;
 	uint64_t config[3];
 	struct perf_event_attr attr;	/* of every CPU's PT event */
-	char *filter;			/* PERF_EVENT_IOC_SET_FILTER string, NULL if none */
+	char *filter;			/* PERF_EVENT_IOC_SET_FILTER string, NULL if none (yet) */
+	struct filter_range *ranges;	/* --filter, resolved in the files */
+	int nr_ranges;
+	bool filter_pending;		/* a started command: set once it has exec'd */
 	size_t page, data_size, aux_size;
 	size_t ref_len;			/* reference bytes kept per CPU (aux_ring_copy_since) */
 	int nr_cpus;
@@ -110,6 +125,8 @@ struct backend {
 	uint64_t lost;			/* records the kernel reported lost */
 	char desc[320];
 };
+
+static void describe(struct backend *b);
 
 static int perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group)
 {
@@ -156,24 +173,30 @@ static int online_cpus(int *cpus, int max)
 	return n;
 }
 
-/* --filter BIN:SYM -> "filter 0xOFF/0xSIZE@/abs/bin", file offsets as the kernel wants. */
-static int build_filter(const struct capture_opts *opts, char **out)
+/*
+ * --filter BIN:SYM -> the function's file range. The kernel takes a file-based filter
+ * ("filter 0xOFF/0xSIZE@/bin") only on a per-task event: perf_event_parse_addr_filter()
+ * in kernel/events/core.c returns -EOPNOTSUPP for one on a CPU-wide event ("only per-task
+ * events"), and every PT event here is CPU-wide. So the range is placed in the target's
+ * address space (filter_string()) and given as an address range ("filter 0xVADDR/0xSIZE").
+ */
+static int resolve_filters(const struct capture_opts *opts, struct filter_range **out)
 {
-	char *s, real[PATH_MAX];
-	size_t len = 0;
+	struct filter_range *fr;
+	char real[PATH_MAX];
+	struct stat st;
 	int i, err = 0;
 
 	*out = NULL;
 	if (!opts->nr_filters)
 		return 0;
-	s = calloc(1, FILTER_LEN);
-	if (!s)
+	fr = calloc(opts->nr_filters, sizeof(*fr));
+	if (!fr)
 		return -ENOMEM;
 	for (i = 0; i < opts->nr_filters && !err; i++) {
 		char *bin = strdup(opts->filters[i]), *sym = bin ? strchr(bin, ':') : NULL;
-		struct symtab *st = NULL;
+		struct symtab *symtab = NULL;
 		const struct sym *fn;
-		uint64_t off;
 		int nr_fn;
 
 		if (!sym) {
@@ -182,8 +205,9 @@ static int build_filter(const struct capture_opts *opts, char **out)
 			break;
 		}
 		*sym++ = '\0';
-		err = symtab__load(bin, &st);
-		nr_fn = err ? 0 : symtab__lookup(st, sym, &fn, 1);
+		fr[i].spec = opts->filters[i];
+		err = symtab__load(bin, &symtab);
+		nr_fn = err ? 0 : symtab__lookup(symtab, sym, &fn, 1);
 		if (err) {
 			elog("--filter %s: cannot read symbols of %s: %s\n", opts->filters[i], bin,
 			     strerror(-err));
@@ -193,7 +217,7 @@ static int build_filter(const struct capture_opts *opts, char **out)
 			err = -EINVAL;
 		} else if (nr_fn != 1) {
 			const char *near[3];
-			int n = symtab__suggest(st, sym, near, 3);
+			int n = symtab__suggest(symtab, sym, near, 3);
 
 			elog("--filter %s: no function '%s' in %s%s%s%s\n", opts->filters[i], sym,
 			     bin, n > 0 ? " (did you mean " : "", n > 0 ? near[0] : "",
@@ -203,26 +227,137 @@ static int build_filter(const struct capture_opts *opts, char **out)
 			elog("--filter %s: '%s' has no size in the symbol table\n",
 			     opts->filters[i], sym);
 			err = -EINVAL;
-		} else if ((err = symtab__addr_to_offset(st, fn->addr, &off))) {
+		} else if ((err = symtab__addr_to_offset(symtab, fn->addr, &fr[i].file_off))) {
 			elog("--filter %s: '%s' is in no loadable segment of %s\n",
 			     opts->filters[i], sym, bin);
-		} else if (!realpath(bin, real)) {
+		} else if (!realpath(bin, real) || stat(real, &st)) {
 			err = -errno;
 		} else {
-			len += snprintf(s + len, FILTER_LEN - len, "%sfilter 0x%llx/0x%llx@%s",
-					len ? "," : "", (unsigned long long)off,
-					(unsigned long long)fn->size, real);
-			if (len >= FILTER_LEN)
-				err = -E2BIG;
+			fr[i].dev = st.st_dev;
+			fr[i].ino = st.st_ino;
+			fr[i].size = fn->size;
 		}
-		symtab__free(st);
+		symtab__free(symtab);
 		free(bin);
 	}
 	if (err) {
-		free(s);
+		free(fr);
 		return err;
 	}
-	*out = s;
+	*out = fr;
+	return 0;
+}
+
+/*
+ * The filter string for process `pid`: each range at the address where the target maps
+ * that part of its file (/proc/PID/maps, matched by device and inode). -ENOENT, with
+ * `missing` naming the first --filter not mapped (yet), when one is not.
+ */
+static int filter_string(const struct backend *b, pid_t pid, char **out, const char **missing)
+{
+	char path[64], line[PATH_MAX + 128];
+	uint64_t *vaddr;
+	struct pd_record m;
+	size_t len = 0;
+	int i, err = 0;
+	FILE *f;
+	char *s;
+
+	*out = NULL;
+	vaddr = calloc(b->nr_ranges, sizeof(*vaddr));
+	if (!vaddr)
+		return -ENOMEM;
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f) {
+		err = -errno;
+		goto out;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		if (proc_synth_maps_line(line, pid, &m) != 1)
+			continue;
+		for (i = 0; i < b->nr_ranges; i++) {
+			const struct filter_range *r = &b->ranges[i];
+
+			if (!vaddr[i] && m.mmap.ino == (uint64_t)r->ino &&
+			    makedev(m.mmap.maj, m.mmap.min) == r->dev && r->file_off >= m.mmap.pgoff &&
+			    r->file_off + r->size <= m.mmap.pgoff + m.mmap.len)
+				vaddr[i] = m.mmap.addr + (r->file_off - m.mmap.pgoff);
+		}
+	}
+	fclose(f);
+	s = calloc(1, FILTER_LEN);
+	if (!s) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < b->nr_ranges && !err; i++) {
+		if (!vaddr[i]) {
+			*missing = b->ranges[i].spec;
+			err = -ENOENT;
+			break;
+		}
+		len += snprintf(s + len, FILTER_LEN - len, "%sfilter 0x%llx/0x%llx", len ? "," : "",
+				(unsigned long long)vaddr[i], (unsigned long long)b->ranges[i].size);
+		if (len >= FILTER_LEN)
+			err = -E2BIG;
+	}
+	if (err)
+		free(s);
+	else
+		*out = s;
+out:
+	free(vaddr);
+	return err;
+}
+
+/* Why the kernel refused filter `f` on a CPU's PT event, and what it needs. */
+static void filter_error(const char *f, int cpu, int err)
+{
+	elog("--backend pt: the kernel refused the address filter '%s' on CPU %d: %s%s\n", f, cpu,
+	     strerror(-err), err == -EINVAL ? " (a user-space address range on a CPU-wide event "
+	     "needs Linux 5.18: before it, perf_event_parse_addr_filter() refused address ranges "
+	     "with exclude_kernel, and intel_pt took only kernel addresses)" : "");
+}
+
+/*
+ * Put the --filter ranges on every CPU's PT event, at the addresses of the target's
+ * mappings. A command ptbpf started has just been let exec (target__release() returns
+ * once the exec began): its program and the loader's libraries are mapped within
+ * milliseconds, so this waits for them, up to FILTER_WAIT_MS.
+ */
+static int apply_filter(struct backend *b)
+{
+	const char *missing = NULL;
+	int i, waited, err;
+
+	for (waited = 0;; waited++) {
+		err = filter_string(b, b->target->pid, &b->filter, &missing);
+		if (err != -ENOENT || waited >= FILTER_WAIT_MS)
+			break;
+		usleep(1000);
+	}
+	if (err == -ENOENT && missing) {
+		elog("--filter %s: the binary is not mapped in the target (pid %d)%s\n", missing,
+		     b->target->pid, b->target->spawned ? " within 1 s of its start (a library it "
+		     "loads later: use -p PID once it is loaded)" : " (fix: name a binary it has "
+		     "loaded)");
+		return -ENOENT;
+	}
+	if (err) {
+		elog("--filter: cannot read the target's mappings: %s\n", strerror(-err));
+		return err;
+	}
+	vlog("pt: address filter '%s'\n", b->filter);
+	for (i = 0; i < b->nr_cpus; i++) {
+		if (pt_sys_ioctl(b->cpus[i].fd, PERF_EVENT_IOC_SET_FILTER, (unsigned long)b->filter)) {
+			err = -errno;
+			filter_error(b->filter, b->cpus[i].cpu, err);
+			return err;
+		}
+	}
+	b->filter_pending = false;
+	describe(b);
 	return 0;
 }
 
@@ -316,8 +451,7 @@ static int cpu_open(struct backend *b, struct pt_cpu *c, int index)
 	}
 	if (b->filter && pt_sys_ioctl(c->fd, PERF_EVENT_IOC_SET_FILTER, (unsigned long)b->filter)) {
 		err = -errno;
-		elog("--backend pt: the kernel refused the address filter '%s': %s\n", b->filter,
-		     strerror(-err));
+		filter_error(b->filter, c->cpu, err);
 		return err;
 	}
 	ev.data.u64 = (uint64_t)TAG_CPU << 32 | (uint32_t)index;
@@ -379,7 +513,8 @@ static void describe(struct backend *b)
 {
 	snprintf(b->desc, sizeof(b->desc), "pt: %d CPUs, %zu KiB AUX ring each, config 0x%llx%s, "
 		 "freeze %s", b->nr_cpus, b->aux_size >> 10, (unsigned long long)b->config[0],
-		 b->filter ? ", address filter" : "", b->gated ? "in the kernel (aux_pause at the "
+		 b->filter ? ", address filter" : b->filter_pending ? ", address filter at "
+		 "the target's exec" : "", b->gated ? "in the kernel (aux_pause at the "
 		 "trigger, then PERF_EVENT_IOC_DISABLE)" : "from user space "
 		 "(PERF_EVENT_IOC_DISABLE when the trigger's record arrives)");
 }
@@ -407,6 +542,7 @@ static void pt_close(struct backend *b)
 	free(b->gate_tp);
 	free(b->cpus);
 	free(b->filter);
+	free(b->ranges);
 	pt_pmu__free(b->pmu);
 	free(b);
 }
@@ -466,9 +602,18 @@ static int pt_open(const struct capture_opts *opts, struct target *t, struct bac
 		elog("%s\n", err_line);
 		goto cleanup;
 	}
-	err = build_filter(opts, &b->filter);
+	err = resolve_filters(opts, &b->ranges);
 	if (err)
 		goto cleanup;
+	b->nr_ranges = opts->nr_filters;
+	if (b->nr_ranges && (opts->system_wide || !t || t->pid <= 0)) {
+		elog("--filter with --backend pt needs a target process (a command or -p PID): "
+		     "the PT events are CPU-wide, where the kernel takes no file-based filter "
+		     "(perf_event_parse_addr_filter), so the range is set at the function's address "
+		     "in the target\n");
+		err = -EINVAL;
+		goto cleanup;
+	}
 	pt_attr_pt(&b->attr, pt_pmu__type(b->pmu), b->config, opts->kernel);
 	/* wake the loader when the sideband ring is half full, not at every record */
 	b->attr.watermark = 1;
@@ -500,6 +645,13 @@ static int pt_open(const struct capture_opts *opts, struct target *t, struct bac
 	err = open_all(b);
 	if (err)
 		goto cleanup;
+	/* a running target has its binaries mapped; a command ptbpf starts, after exec */
+	b->filter_pending = b->nr_ranges > 0;
+	if (b->filter_pending && !t->spawned) {
+		err = apply_filter(b);
+		if (err)
+			goto cleanup;
+	}
 	b->aux_pause = probe_aux_pause(b->cpus[0].fd, b->cpus[0].cpu);
 	/* tests/hw/run.sh runs both freeze paths on a kernel that has aux_pause */
 	if (b->aux_pause && !strcmp(getenv("PTBPF_PT_FREEZE") ?: "", "ioctl")) {
@@ -678,6 +830,11 @@ static int pt_run(struct backend *b, const struct run_hooks *hooks)
 	err = add_hook_fds(b, hooks);
 	if (err)
 		return err;
+	if (b->filter_pending) {
+		err = apply_filter(b);
+		if (err)
+			return err;
+	}
 	has_pidfd = b->target && b->target->pidfd >= 0;
 	for (;;) {
 		n = epoll_wait(b->epfd, evs, 16, has_pidfd ? -1 : 200);
