@@ -759,10 +759,19 @@ int symtab__read_build_id(const char *path, uint8_t *id, uint32_t cap, uint32_t 
 	return *size ? 0 : -ENOENT;
 }
 
-int symtab__read_debuglink(const char *path, char *name, size_t size)
+/* The next section of `type` after `scn` (NULL: from the start), its header in `sh`. */
+static Elf_Scn *next_section(Elf *elf, Elf_Scn *scn, Elf64_Word type, GElf_Shdr *sh)
 {
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
+	while ((scn = elf_nextscn(elf, scn)))
+		if (gelf_getshdr(scn, sh) && sh->sh_type == type)
+			return scn;
+	return NULL;
+}
+
+/* Open `path` and run `read` on it, for a string of the file into name[size]. */
+static int read_elf_string(const char *path, char *name, size_t size,
+			   int (*read)(Elf *elf, char *name, size_t size))
+{
 	Elf *elf;
 	int fd, err;
 
@@ -771,36 +780,72 @@ int symtab__read_debuglink(const char *path, char *name, size_t size)
 	err = elf_open(path, &fd, &elf);
 	if (err)
 		return err;
-	err = -ENOENT;
+	err = read(elf, name, size);
+	elf_close(fd, elf);
+	return err;
+}
+
+static int read_soname(Elf *elf, char *name, size_t size)
+{
+	Elf_Scn *scn = NULL;
+	Elf_Data *data;
+	GElf_Shdr sh;
+	GElf_Dyn dyn;
+	size_t i;
+
+	while ((scn = next_section(elf, scn, SHT_DYNAMIC, &sh))) {
+		data = elf_getdata(scn, NULL);
+		for (i = 0; data && sh.sh_entsize && i < sh.sh_size / sh.sh_entsize; i++) {
+			const char *soname;
+
+			if (!gelf_getdyn(data, i, &dyn) || dyn.d_tag != DT_SONAME)
+				continue;
+			soname = elf_strptr(elf, sh.sh_link, dyn.d_un.d_val);
+			if (!soname)
+				return -EINVAL;
+			snprintf(name, size, "%s", soname);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int symtab__read_soname(const char *path, char *name, size_t size)
+{
+	return read_elf_string(path, name, size, read_soname);
+}
+
+static int read_debuglink(Elf *elf, char *name, size_t size)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	size_t shstrndx;
+
 	if (elf_getshdrstrndx(elf, &shstrndx))
-		goto out;
-	while ((scn = elf_nextscn(elf, scn))) {
-		const char *secname;
+		return -ENOENT;
+	while ((scn = next_section(elf, scn, SHT_PROGBITS, &sh))) {
+		const char *secname = elf_strptr(elf, shstrndx, sh.sh_name);
 		Elf_Data *data;
-		GElf_Shdr sh;
 		size_t len;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
-			continue;
-		secname = elf_strptr(elf, shstrndx, sh.sh_name);
 		if (!secname || strcmp(secname, ".gnu_debuglink"))
 			continue;
 		/* a NUL-terminated file name, padded, then a CRC32 */
 		data = elf_getdata(scn, NULL);
 		if (!data || !data->d_buf || !data->d_size)
-			break;
+			return -ENOENT;
 		len = strnlen(data->d_buf, data->d_size);
-		if (!len || len == data->d_size || len >= size || strchr(data->d_buf, '/')) {
-			err = -EINVAL;
-			break;
-		}
+		if (!len || len == data->d_size || len >= size || strchr(data->d_buf, '/'))
+			return -EINVAL;
 		memcpy(name, data->d_buf, len + 1);
-		err = 0;
-		break;
+		return 0;
 	}
-out:
-	elf_close(fd, elf);
-	return err;
+	return -ENOENT;
+}
+
+int symtab__read_debuglink(const char *path, char *name, size_t size)
+{
+	return read_elf_string(path, name, size, read_debuglink);
 }
 
 int symtab__image_build_id(const void *image, size_t size, uint8_t id[20], uint8_t *len)

@@ -102,6 +102,11 @@ int symtab__segments_bias(const struct sym_segment *segs, uint32_t nr, uint64_t 
 int symtab__read_segments(const char *path, struct sym_segment **segs, uint32_t *nr, bool *pie);
 int symtab__read_build_id(const char *path, uint8_t *id, uint32_t cap, uint32_t *size);
 /*
+ * The DT_SONAME of an ELF file's dynamic section: shared libraries have one, executables
+ * (PIE or not) normally do not. Returns 0, -ENOENT if there is none, -EINVAL if malformed.
+ */
+int symtab__read_soname(const char *path, char *name, size_t size);
+/*
  * The file name a .gnu_debuglink section gives for the separate debug file (no
  * directory). Returns 0, -ENOENT if there is none, -EINVAL if it is malformed.
  */

@@ -1256,11 +1256,25 @@ static int add_tp_gate(struct triggers *t, int i, struct bpf_program *prog, cons
 static int add_uprobe_gate(struct triggers *t, int i, bool ret)
 {
 	struct trig *tr = &t->trig[i];
-	char target[PATH_MAX + 32], name[32];
+	char target[PATH_MAX + 32], name[32], soname[128];
 	struct gate *g;
 	int err;
 
 	add_gate(t, i, trigger_prog(t->skel, ret ? "uretprobe_exit" : "uprobe_hit", i), &g);
+	/*
+	 * The gate's perf events are CPU-wide (members of CPU-wide PT groups, which cannot
+	 * take a per-task member), and one CPU-wide event makes a uprobe system-wide:
+	 * uprobe_perf_open() in kernel/trace/trace_uprobe.c counts it in nr_systemwide,
+	 * and uprobe_perf_filter() then arms the breakpoint in every process that maps
+	 * the file. A uprobe PMU event (perf_event_open type "uprobe") is filtered the
+	 * same way, so it would not help. For a program's own code that is mostly its
+	 * own processes; a shared library is mapped by much of the host.
+	 */
+	if (!symtab__read_soname(tr->bin, soname, sizeof(soname)))
+		elog("%s: %s is a shared library (%s): with the in-kernel freeze its uprobe is "
+		     "armed in every process on the host that maps it (a CPU-wide uprobe is "
+		     "system-wide), each call a trap and a BPF run; PTBPF_PT_FREEZE=ioctl "
+		     "probes the target alone\n", tr->desc, tr->bin, soname);
 	snprintf(name, sizeof(name), "%c%d", ret ? 'r' : 'u', i);
 	snprintf(target, sizeof(target), "%s:0x%llx", tr->bin, (unsigned long long)tr->file_off);
 	err = define_probe(t, g, "uprobe_events", ret ? 'r' : 'p', name, target);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "log.h"
 #include "target.h"
 #include "triggers.h"
 
@@ -323,6 +324,83 @@ static void test_gates_share_no_tracepoint(void **state)
 	assert_int_equal(triggers__gate_mode_check(&o, why, sizeof(why)), 0);
 }
 
+struct log_lines {
+	char text[4096];
+	size_t len;
+};
+
+static void keep_line(void *ctx, int level, const char *msg)
+{
+	struct log_lines *l = ctx;
+
+	l->len += snprintf(l->text + l->len, sizeof(l->text) - l->len, "%s", msg);
+	if (l->len >= sizeof(l->text))
+		l->len = sizeof(l->text) - 1;
+}
+
+/* The libc this test runs with, from its own mappings. */
+static bool find_libc(char *path, size_t size)
+{
+	char line[4096];
+	bool found = false;
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	while (f && !found && fgets(line, sizeof(line), f)) {
+		char *name = strchr(line, '/');
+
+		if (name && strstr(name, "/libc.so")) {
+			name[strcspn(name, "\n")] = '\0';
+			snprintf(path, size, "%s", name);
+			found = true;
+		}
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/*
+ * A gate uprobe is opened CPU-wide, which the kernel makes system-wide
+ * (uprobe_perf_filter()): on a shared library that is every process mapping it, and
+ * ptbpf says so; on the target's own program it says nothing.
+ */
+static void test_gate_library_warning(void **state)
+{
+	struct capture_opts o = { .nth = 1, .max_snapshots = 1, .nr_triggers = 1 };
+	struct log_lines lines = {};
+	struct triggers *t = NULL;
+	char libc[4096], spec[4200];
+	log_sink_fn old_fn;
+	void *old_ctx;
+
+	skip_unless_possible();
+	if (!find_libc(libc, sizeof(libc))) {
+		printf("SKIP: no libc.so in this test's mappings (a static build?)\n");
+		skip();
+	}
+	o.triggers[0].kind = TRIGGER_UPROBE;
+	o.triggers[0].syscall_nr = -1;
+	o.triggers[0].arg = spec;
+	log_get_sink(&old_fn, &old_ctx);
+	log_set_sink(keep_line, &lines);
+	snprintf(spec, sizeof(spec), "%s:getpid", libc);
+	assert_int_equal(triggers__new(&o, getpid(), TRIGGER_ATTACH_GATE, &t), 0);
+	triggers__free(t);
+	t = NULL;
+	log_set_sink(old_fn, old_ctx);
+	assert_non_null(strstr(lines.text, "is a shared library (libc.so.6)"));
+	assert_non_null(strstr(lines.text, "armed in every process on the host that maps it"));
+
+	lines.len = 0;
+	lines.text[0] = '\0';
+	log_set_sink(keep_line, &lines);
+	snprintf(spec, sizeof(spec), "%s:slow_path", slow_target());
+	assert_int_equal(triggers__new(&o, getpid(), TRIGGER_ATTACH_GATE, &t), 0);
+	triggers__free(t);
+	log_set_sink(old_fn, old_ctx);
+	assert_null(strstr(lines.text, "shared library"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -330,6 +408,7 @@ int main(void)
 		cmocka_unit_test(test_gate_uretprobe),
 		cmocka_unit_test(test_links_do_not_silence),
 		cmocka_unit_test(test_gates_share_no_tracepoint),
+		cmocka_unit_test(test_gate_library_warning),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
