@@ -165,7 +165,7 @@ static const struct argp_option capture_options[] = {
 	{ "timing", OPT_TIMING, "tsc|mtc|cyc", 0, "Timing packets (default mtc)" },
 	{ "psb-period", OPT_PSB_PERIOD, "N", 0, "A PSB every 2^(N+11) bytes" },
 	{ "noretcomp", OPT_NORETCOMP, NULL, 0, "Disable return compression" },
-	{ "filter", OPT_FILTER, "BIN:SYM", 0, "pt: trace only this function (address filter)" },
+	{ "filter", OPT_FILTER, "BIN:SYM", 0, "pt: trace only this function (an address range in the target; Linux 5.18+)" },
 
 	{ NULL, 0, NULL, 0, "Other:", 6 },
 	{ "verbose", 'v', NULL, 0, "More output; repeat for debug output (-vv, -vvv)" },

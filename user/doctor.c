@@ -41,6 +41,7 @@ enum check_id {
 	CHK_INTEL_PT,
 	CHK_INTEL_PT_CAPS,
 	CHK_INTEL_PT_TIMING,
+	CHK_PT_FILTER,
 	CHK_AUX_PAUSE,
 	CHK_FREEZE_PATH,
 	CHK_BPF_PROG_LOAD,
@@ -84,6 +85,7 @@ static struct check checks[NR_CHECKS] = {
 	[CHK_INTEL_PT] = { "intel_pt", "Intel PT PMU", "Intel PT" },
 	[CHK_INTEL_PT_CAPS] = { "intel_pt_caps", "PT capabilities" },
 	[CHK_INTEL_PT_TIMING] = { "intel_pt_timing", "PT timing ratios" },
+	[CHK_PT_FILTER] = { "pt_filter", "--filter" },
 	[CHK_AUX_PAUSE] = { "aux_pause", "aux_pause in BTF", "Freezing" },
 	[CHK_FREEZE_PATH] = { "freeze_path", "freeze path" },
 	[CHK_BPF_PROG_LOAD] = { "bpf_prog_load", "BPF program load", "BPF" },
@@ -263,6 +265,31 @@ static void check_aux_pause(void)
 	btf__free(btf);
 }
 
+/*
+ * --filter: the pt backend's events are CPU-wide, where the kernel takes no file-based
+ * range (perf_event_parse_addr_filter()), so the function's range is given as addresses
+ * in the target. Before Linux 5.18 the kernel refused an address range with
+ * exclude_kernel, and intel_pt took only kernel addresses (pt_event_addr_filters_validate).
+ */
+static void check_pt_filter(void)
+{
+	unsigned int major = 0, minor = 0;
+	uint32_t ranges = 0;
+
+	sscanf(facts.uts.release, "%u.%u", &major, &minor);
+	if (pt_pmu__cap(facts.pmu, "num_address_ranges", &ranges) || !ranges) {
+		set(CHK_PT_FILTER, false, "this CPU has no PT address ranges "
+		    "(caps/num_address_ranges=%u)", ranges);
+	} else if (major < 5 || (major == 5 && minor < 18)) {
+		set(CHK_PT_FILTER, false, "Linux %s: --filter gives the CPU-wide PT events a "
+		    "user-space address range, which the kernel takes from 5.18", facts.uts.release);
+		set_fix(CHK_PT_FILTER, "Linux 5.18 or newer for --filter");
+	} else {
+		set(CHK_PT_FILTER, true, "%u address ranges, given as addresses in the target "
+		    "(Linux 5.18+)", ranges);
+	}
+}
+
 static void check_intel_pt(void)
 {
 	static const char *const shown[] = { "psb_cyc", "mtc", "ip_filtering",
@@ -279,6 +306,7 @@ static void check_intel_pt(void)
 		set_why(CHK_INTEL_PT, false, why);
 		set(CHK_INTEL_PT_CAPS, false, "no Intel PT PMU");
 		set(CHK_INTEL_PT_TIMING, false, "no Intel PT PMU");
+		set(CHK_PT_FILTER, false, "no Intel PT PMU");
 		return;
 	}
 	set(CHK_INTEL_PT, true, "%s (type %u)", pt_pmu__dir(facts.pmu), pt_pmu__type(facts.pmu));
@@ -309,6 +337,7 @@ static void check_intel_pt(void)
 		set(CHK_INTEL_PT_TIMING, true, "max_nonturbo_ratio=%u, tsc_art_ratio=%u:%u", v, num,
 		    den);
 	}
+	check_pt_filter();
 }
 
 enum probe_kind {

@@ -75,6 +75,8 @@ not $is_root or 'record arrived' in c['bpf_ringbuf']['evidence']  # the ring buf
 EOF2
 
 # --- fake trees -----------------------------------------------------------------
+IFS=. read -r kmaj kmin _ < <(uname -r)
+kmin=${kmin%%[!0-9]*}
 PTBPF_SYSFS_ROOT=$data/sysfs-skylake "$PTBPF" doctor --json >"$tmp/sky.json" || fail "skylake: exit $?"
 check_json "$tmp/sky.json" <<EOF2
 c['intel_pt']['present'] and d['intel_pt']['type'] == 8  # skylake: PMU
@@ -82,6 +84,7 @@ d['intel_pt']['caps']['mtc_periods'] == 0x249 and d['intel_pt']['caps']['num_add
 d['intel_pt']['max_nonturbo_ratio'] == 40 and d['intel_pt']['tsc_art_ratio'] == {'num': 334, 'den': 2}  # skylake: timing
 'mtc_periods=0x249' in c['intel_pt_caps']['evidence'] and 'psb_cyc=1' in c['intel_pt_caps']['evidence']  # skylake: caps line
 d['sysfs_root'].endswith('sysfs-skylake')  # skylake: sysfs_root
+c['pt_filter']['present'] == (($kmaj, $kmin) >= (5, 18)) and ('2 address ranges' in c['pt_filter']['evidence'] or '5.18' in c['pt_filter']['fix'])  # skylake: --filter needs 2+ ranges and Linux 5.18
 not $is_root or (d['backends']['pt']['usable'] and d['default_backend'] == 'pt' and d['freeze']['path'] == d['freeze']['pt_path'])  # skylake: pt should be the default backend
 EOF2
 
@@ -91,6 +94,7 @@ check_json "$tmp/bdw.json" <<EOF2
 d['intel_pt']['type'] == 7 and d['intel_pt']['caps']['psb_cyc'] == 0  # broadwell: caps
 d['intel_pt']['caps']['ptwrite'] is None and 'ptwrite=missing' in c['intel_pt_caps']['evidence']  # broadwell: ptwrite is missing on that kernel
 d['intel_pt']['tsc_art_ratio'] == {'num': 0, 'den': 0} and 'not enumerated' in c['intel_pt_timing']['evidence']  # broadwell: tsc_art_ratio 0:0
+not c['pt_filter']['present'] and 'num_address_ranges=0' in c['pt_filter']['evidence']  # broadwell: no address ranges, no --filter
 EOF2
 
 PTBPF_SYSFS_ROOT=$data/sysfs-missing-cap "$PTBPF" doctor --json >"$tmp/mc.json" || fail "missing-cap: exit $?"
