@@ -1142,6 +1142,44 @@ static void test_sim_filter_rules(void **state)
 	cmd->spawned = false;	/* reaped here */
 	target__free(cmd);
 	sim_reset();
+
+	/*
+	 * A command that never maps the binary: one that ends at once is traced whole
+	 * (run() says it exited), one that lives on is an error after a second.
+	 */
+	{
+		char *quick[] = { "true", NULL }, *slow[] = { "sleep", "5", NULL };
+
+		assert_int_equal(target__spawn(quick, &cmd), 0);
+		assert_int_equal(open_capturing(&o, cmd, &b, text, sizeof(text)), 0);
+		assert_int_equal(target__release(cmd), 0);
+		assert_int_equal(pipe(ready), 0);
+		assert_int_equal(write(ready[1], "x", 1), 1);
+		assert_int_equal(pt_backend_ops.run(b, &hooks), RUN_TARGET_EXITED);
+		assert_string_equal(sim_pt(0)->filter, "");
+		pt_backend_ops.close(b);
+		assert_int_equal(waitpid(cmd->pid, &status, 0), cmd->pid);
+		cmd->spawned = false;
+		target__free(cmd);
+		sim_reset();
+
+		assert_int_equal(target__spawn(slow, &cmd), 0);
+		assert_int_equal(open_capturing(&o, cmd, &b, text, sizeof(text)), 0);
+		assert_int_equal(target__release(cmd), 0);
+		saved = stderr_begin();
+		i = pt_backend_ops.run(b, &hooks);
+		stderr_end(saved, text, sizeof(text));
+		assert_int_equal(i, -ENOENT);
+		assert_non_null(strstr(text, "the binary is not mapped in the target"));
+		close(ready[0]);
+		close(ready[1]);
+		pt_backend_ops.close(b);
+		kill(cmd->pid, SIGKILL);
+		assert_int_equal(waitpid(cmd->pid, &status, 0), cmd->pid);
+		cmd->spawned = false;
+		target__free(cmd);
+		sim_reset();
+	}
 	sim_tree_free();
 }
 

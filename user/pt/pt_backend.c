@@ -35,6 +35,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -320,11 +321,22 @@ static void filter_error(const char *f, int cpu, int err)
 	     "with exclude_kernel, and intel_pt took only kernel addresses)" : "");
 }
 
+/* Whether process `pid` has exited (a child of ours is not reaped here). */
+static bool target_ended(pid_t pid)
+{
+	siginfo_t si = {};
+
+	if (kill(pid, 0) && errno == ESRCH)
+		return true;
+	return !waitid(P_PID, pid, &si, WEXITED | WNOHANG | WNOWAIT) && si.si_pid == pid;
+}
+
 /*
  * Put the --filter ranges on every CPU's PT event, at the addresses of the target's
  * mappings. A command ptbpf started has just been let exec (target__release() returns
  * once the exec began): its program and the loader's libraries are mapped within
- * milliseconds, so this waits for them, up to FILTER_WAIT_MS.
+ * milliseconds, so this waits for them, up to FILTER_WAIT_MS. -ESRCH: the target ended
+ * first.
  */
 static int apply_filter(struct backend *b)
 {
@@ -335,6 +347,8 @@ static int apply_filter(struct backend *b)
 		err = filter_string(b, b->target->pid, &b->filter, &missing);
 		if (err != -ENOENT || waited >= FILTER_WAIT_MS)
 			break;
+		if (target_ended(b->target->pid))
+			return -ESRCH;	/* a short command: traced whole, unfiltered */
 		usleep(1000);
 	}
 	if (err == -ENOENT && missing) {
@@ -832,6 +846,8 @@ static int pt_run(struct backend *b, const struct run_hooks *hooks)
 		return err;
 	if (b->filter_pending) {
 		err = apply_filter(b);
+		if (err == -ESRCH)
+			return RUN_TARGET_EXITED;
 		if (err)
 			return err;
 	}
