@@ -308,8 +308,12 @@ int pt_sys_perf_event_open(struct perf_event_attr *attr, int pid, int cpu, int g
 	if (attr->type != SIM_PT_TYPE && !leader)
 		return syscall(SYS_perf_event_open, attr, pid, cpu, group_fd,
 			       PERF_FLAG_FD_CLOEXEC);
-	if (leader && leader->cpu != cpu) {
-		errno = EINVAL;		/* perf_event_open(): a group lives on one CPU */
+	/*
+	 * perf_event_open(): a group lives on one CPU, in one context: a per-task member
+	 * (a uprobe scoped to the target) cannot join a CPU-wide PT leader.
+	 */
+	if (leader && (leader->cpu != cpu || leader->pid != pid)) {
+		errno = EINVAL;
 		return -1;
 	}
 	if (leader && (pt_attr_aux_action(attr) & PT_AUX_PAUSE) && sim_refuse_aux_pause) {
@@ -860,6 +864,14 @@ static void test_sim_gates(void **state)
 	}
 	assert_int_equal(members, ncpu);
 	assert_non_null(strstr(pt_backend_ops.describe(b), "in the kernel"));
+	/* why the gates are CPU-wide: a member scoped to one process is refused */
+	{
+		struct perf_event_attr a;
+
+		pt_attr_trigger(&a, g.tp_id);
+		assert_int_equal(pt_sys_perf_event_open(&a, getpid(), 0, sim_pt(0)->fd), -1);
+		assert_int_equal(errno, EINVAL);
+	}
 	/*
 	 * The gate on CPU 1 let one hit through: it paused PT there, which stays paused
 	 * through DISABLE/ENABLE. resume() reopens that group alone, with its member, and
