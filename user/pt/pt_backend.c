@@ -316,9 +316,9 @@ out:
 static void filter_error(const char *f, int cpu, int err)
 {
 	elog("--backend pt: the kernel refused the address filter '%s' on CPU %d: %s%s\n", f, cpu,
-	     strerror(-err), err == -EINVAL ? " (a user-space address range on a CPU-wide event "
-	     "needs Linux 5.18: before it, perf_event_parse_addr_filter() refused address ranges "
-	     "with exclude_kernel, and intel_pt took only kernel addresses)" : "");
+	     strerror(-err), err == -EINVAL ? " (--filter needs Linux 5.18: it gives the CPU-wide "
+	     "PT events a user-space address range, which perf_event_parse_addr_filter() "
+	     "refused with exclude_kernel before, and intel_pt took only kernel addresses)" : "");
 }
 
 /* Whether process `pid` has exited (a child of ours is not reaped here). */
@@ -329,6 +329,28 @@ static bool target_ended(pid_t pid)
 	if (kill(pid, 0) && errno == ESRCH)
 		return true;
 	return !waitid(P_PID, pid, &si, WEXITED | WNOHANG | WNOWAIT) && si.si_pid == pid;
+}
+
+/*
+ * --filter on this kernel, before the target runs: a PT probe event takes a user-space
+ * address range or says why not. A probe event that cannot be opened is left to the
+ * real events, which say why.
+ */
+static int probe_filter(const struct backend *b, int cpu)
+{
+	int fd, err;
+
+	if (!b->nr_ranges)
+		return 0;
+	fd = pt_open_probe_event(pt_pmu__type(b->pmu), cpu);
+	if (fd < 0)
+		return 0;
+	err = pt_probe_address_filter(fd);
+	close(fd);
+	if (!err)
+		return 0;
+	filter_error("filter 0xADDR/0xSIZE", cpu, err);
+	return err == -EINVAL ? -EOPNOTSUPP : err;
 }
 
 /*
@@ -640,6 +662,9 @@ static int pt_open(const struct capture_opts *opts, struct target *t, struct bac
 		     strerror(-err));
 		goto cleanup;
 	}
+	err = probe_filter(b, cpus[0]);
+	if (err)
+		goto cleanup;
 	b->cpus = calloc(n, sizeof(*b->cpus));
 	b->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (!b->cpus || b->epfd < 0) {

@@ -418,6 +418,16 @@ int pt_probe_aux_pause(int leader_fd, int cpu)
 	return 0;
 }
 
+int pt_probe_address_filter(int probe_fd)
+{
+	char filter[64];
+
+	/* a user-space address (this function's), as --filter gives them */
+	snprintf(filter, sizeof(filter), "filter 0x%lx/0x10",
+		 (unsigned long)(uintptr_t)pt_probe_address_filter);
+	return pt_sys_ioctl(probe_fd, PERF_EVENT_IOC_SET_FILTER, (unsigned long)filter) ? -errno : 0;
+}
+
 /*
  * Open (disabled) and close one PT event on this CPU, to catch what sysfs cannot show:
  * another PT user (the PMU is exclusive), a PMU the hypervisor does not back.

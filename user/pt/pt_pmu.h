@@ -168,6 +168,15 @@ ssize_t pt_sys_read(int fd, void *buf, size_t len);
 int pt_probe_aux_pause(int leader_fd, int cpu);
 
 /*
+ * Whether this kernel takes a user-space address range as an address filter on a
+ * CPU-wide, user-only PT event, tried for real on `probe_fd` (pt_open_probe_event()).
+ * Before Linux 5.18, perf_event_parse_addr_filter() refused an address range with
+ * exclude_kernel and intel_pt's pt_event_addr_filters_validate() took only kernel
+ * addresses (-EINVAL). Returns 0 if accepted, else -errno of the refusal.
+ */
+int pt_probe_address_filter(int probe_fd);
+
+/*
  * Open one disabled, user-only PT event of PMU `type` on `cpu` with the default config
  * bits that every PT CPU accepts (tsc), for probes. Returns the fd or -errno.
  */
