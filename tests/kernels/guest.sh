@@ -58,6 +58,10 @@ expect = {
     "trigger_programs": ver >= (5, 8),
     "aux_pause": aux_pause,
     "intel_pt": os.path.exists("/sys/bus/event_source/devices/intel_pt"),
+    # --filter: address ranges on CPU-wide PT events (5.18), on a CPU that has ranges
+    "pt_filter": os.path.exists("/sys/bus/event_source/devices/intel_pt/caps/num_address_ranges")
+                 and open("/sys/bus/event_source/devices/intel_pt/caps/num_address_ranges").read().strip() not in ("", "0")
+                 and ver >= (5, 18),
     "kcore": os.access("/proc/kcore", os.R_OK),
     "backend_singlestep": True,
 }
