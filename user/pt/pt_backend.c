@@ -184,7 +184,6 @@ static int online_cpus(int *cpus, int max)
 static int resolve_filters(const struct capture_opts *opts, struct filter_range **out)
 {
 	struct filter_range *fr;
-	char real[PATH_MAX];
 	struct stat st;
 	int i, err = 0;
 
@@ -231,7 +230,7 @@ static int resolve_filters(const struct capture_opts *opts, struct filter_range 
 		} else if ((err = symtab__addr_to_offset(symtab, fn->addr, &fr[i].file_off))) {
 			elog("--filter %s: '%s' is in no loadable segment of %s\n",
 			     opts->filters[i], sym, bin);
-		} else if (!realpath(bin, real) || stat(real, &st)) {
+		} else if (stat(bin, &st)) {
 			err = -errno;
 		} else {
 			fr[i].dev = st.st_dev;
