@@ -1160,6 +1160,7 @@ struct lane {
 	struct ptd_stream *s;
 	struct piece *pc;		/* pieces, in trace order */
 	size_t nr_pc;
+	size_t nr_live;			/* pieces in use: a decode to the end replaced the rest */
 	size_t at;			/* the piece being merged; later ones decode ahead */
 	bool wanted;			/* the merge waits for it */
 	struct chunk *cur;		/* chunk being merged (merge thread only) */
@@ -1277,7 +1278,7 @@ static struct piece *pick(struct merge *m)
 	for (i = 0; i < m->nr; i++) {
 		struct lane *l = &m->lanes[i];
 
-		for (k = l->at; k < l->nr_pc; k++) {
+		for (k = l->at; k < l->nr_live; k++) {
 			struct piece *p = &l->pc[k];
 			int rank;
 
@@ -1291,7 +1292,7 @@ static struct piece *pick(struct merge *m)
 			break;
 		}
 		/* the current piece is busy or full: the next one that is neither */
-		for (k = l->at + 1; !best && k < l->nr_pc; k++) {
+		for (k = l->at + 1; !best && k < l->nr_live; k++) {
 			struct piece *p = &l->pc[k];
 
 			if (!p->busy && !p->finished) {
@@ -1586,7 +1587,9 @@ static bool split_lane(const struct lane *l)
 
 /*
  * Joins piece `next` to `prev` (fully decoded): 0, with the events the sequential decode
- * makes at the seam in l->join; 1: `next` must be decoded again as a continuation.
+ * makes at the seam in l->join; 1: `next` must be decoded again as a continuation; 2:
+ * so must the rest of the stream (a trace that spends the work budget: decoding each
+ * piece again from the start would cost the sequential decode once per piece).
  * `first` is next's first event, NULL if it has none.
  */
 static int join(struct lane *l, const struct ptd_stream *prev, struct ptd_stream *next,
@@ -1608,7 +1611,7 @@ static int join(struct lane *l, const struct ptd_stream *prev, struct ptd_stream
 		if (l->pc[k].s)
 			blocks_before += l->pc[k].s->st.blocks;
 	if (next->work_limit_hit || (int64_t)blocks_before + next->peak > (int64_t)PTD_BLOCKS_BASE)
-		return 1;
+		return 2;
 	/*
 	 * A return of prev into the [uprobes] trampoline: the sequential decode follows the
 	 * trampoline to where the return lands, next took it for the program's own code.
@@ -1660,12 +1663,15 @@ static int join(struct lane *l, const struct ptd_stream *prev, struct ptd_stream
 }
 
 /*
- * The sequential decode itself, from the start of the stream to the end of `next`:
- * what replaces a piece that does not join. Its first l->delivered events are the ones
- * the merge already took (the joins before were exact), and are dropped.
+ * The sequential decode itself, from the start of the stream to the end of `next` (of
+ * the stream: to_end): what replaces a piece that does not join. Its first l->delivered
+ * events are the ones the merge already took (the joins before were exact), and are
+ * dropped.
  */
-static struct ptd_stream *replay(struct lane *l, const struct ptd_stream *next)
+static struct ptd_stream *replay(struct lane *l, const struct ptd_stream *next, bool to_end)
 {
+	if (to_end)
+		return piece_new(l->s, 0, 0, 0, l->s->o.size);
 	return piece_new(l->s, 0, next->stop, next->stop_ip, next->piece.end);
 }
 
@@ -1693,7 +1699,7 @@ static int next_piece(struct merge *m, struct lane *l, bool threaded)
 {
 	struct piece *prev = &l->pc[l->at], *next = &l->pc[l->at + 1];
 	uint64_t add_prev = l->add;
-	int err = 0;
+	int err = 0, again;
 
 	if (threaded)
 		pthread_mutex_lock(&m->lock);
@@ -1720,9 +1726,10 @@ static int next_piece(struct merge *m, struct lane *l, bool threaded)
 			l->add += prev->s->st.insns;
 		dlog("[piece %zu at %" PRIx64 ": end %d, %" PRIu64 " insns, %" PRIu64 " blocks]\n",
 		     l->at, prev->s->piece.begin, prev->s->end, prev->s->st.insns, prev->s->st.blocks);
-		if (join(l, prev->s, next->s, next->head ? &next->head->ev[0] : NULL, add_prev,
-			 l->add)) {
-			struct ptd_stream *c = replay(l, next->s);
+		again = join(l, prev->s, next->s, next->head ? &next->head->ev[0] : NULL, add_prev,
+			     l->add);
+		if (again) {
+			struct ptd_stream *c = replay(l, next->s, again == 2);
 
 			dlog("[piece %zu at %" PRIx64 ": decoded again (end %d%s%s%s, head %d/%d, "
 			     "tid %u/%u, "
@@ -1741,6 +1748,12 @@ static int next_piece(struct merge *m, struct lane *l, bool threaded)
 				piece_drop(m, l, next);
 				next->s = c;
 				next->finished = false;
+				/*
+				 * The pieces after it are out of use (a thread may still be
+				 * decoding one: they are freed with the merge).
+				 */
+				if (again == 2)
+					l->nr_live = l->at + 2;
 				/* it counts from the start: the pieces before count no more */
 				for (k = 0; k <= l->at; k++)
 					if (l->pc[k].s)
@@ -1839,7 +1852,7 @@ static const struct ptd_event *lane_head(struct merge *m, struct lane *l, bool t
 		if (threaded)
 			pthread_mutex_unlock(&m->lock);
 		/* this piece is done: on to the next, joined */
-		if (l->at + 1 >= l->nr_pc)
+		if (l->at + 1 >= l->nr_live)
 			return NULL;
 		{
 			int err = next_piece(m, l, threaded);
@@ -1887,7 +1900,7 @@ static void progress(struct merge *m, double start, double *last, bool final)
 		return;
 	*last = t;
 	for (i = 0; i < m->nr; i++) {
-		for (k = 0; k < m->lanes[i].nr_pc; k++) {
+		for (k = 0; k < m->lanes[i].nr_live; k++) {
 			const struct ptd_stream *s = m->lanes[i].pc[k].s;
 
 			if (s && s->pos > s->piece.begin)
@@ -1915,7 +1928,7 @@ static void lane_stats(struct lane *l)
 
 	if (!split_lane(l))
 		return;
-	for (k = 0; k < l->nr_pc; k++)
+	for (k = 0; k < l->nr_live; k++)
 		if (l->pc[k].s)
 			ptd_stream_stats(l->pc[k].s, &st);
 	l->s->st.insns = st.insns;
@@ -1950,6 +1963,7 @@ int ptd_decode_streams(struct ptd_stream **streams, size_t nr, int jobs,
 		err = split(&m.lanes[k], jobs > (int)nr ? (size_t)(2 * jobs / (int)nr) : 1);
 		if (err)
 			goto cleanup;
+		m.lanes[k].nr_live = m.lanes[k].nr_pc;
 		pieces += m.lanes[k].nr_pc;
 	}
 
