@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -111,8 +112,16 @@ struct ptd_stream {
 	/* blocks decoded since the trace offset was last seen to move from still_off */
 	uint32_t still_blocks;
 	uint64_t still_off;
-	/* blocks allowed so far: PTD_BLOCKS_BASE + PTD_BLOCKS_PER_BYTE * offset reached */
+	/*
+	 * The work budget (see PTD_BLOCKS_BASE): blocks may exceed PTD_BLOCKS_PER_BYTE * the
+	 * bytes passed by at most PTD_BLOCKS_BASE, the bytes counted from the start of the
+	 * stream, or of the piece. `budget` is the block count at which to look again
+	 * (the offset is read only then); `peak` the most blocks did exceed it by (see
+	 * budget_check()).
+	 */
 	uint64_t budget;
+	int64_t peak;
+	bool work_limit_hit;	/* a piece after the first ran out of its budget, or looped */
 	size_t range;		/* o.ranges: the one being decoded */
 	bool range_open;	/* the decoder is set at its start, not synced yet */
 
@@ -238,12 +247,25 @@ static void emit_error(struct ptd_stream *s, int code, uint64_t ip)
 	struct ptd_event *ev;
 	uint64_t off = trace_offset(s);
 
+	if (s->stop && off > s->stop) {
+		/*
+		 * A piece's error in the next piece's PSB+, where its bytes end: the
+		 * sequential decode reads on past it and may not fail there. The piece ends
+		 * without it; the join decodes the next piece again (PE_EOS after an error).
+		 */
+		s->end = PE_EOS;
+		s->end_after_error = true;
+		s->state = ST_DONE;
+		return;
+	}
 	s->st.errors++;
 	s->error_resync = true;
 	/* an error before tracing started still belongs to whoever ran then */
 	if (!s->have_thread && s->o.nr_sched)
 		attribute(s, ip);
 	dlog("[%" PRIx64 ", %" PRIx64 ": error: %s]\n", off, ip, ptd_errstr(code));
+	/* on at the next PSB */
+	s->state = ST_SYNC;
 	ev = emit(s, PTD_ERROR, now(s));
 	if (!ev)
 		return;
@@ -543,7 +565,7 @@ static bool jump_leaves(struct ptd_stream *s, uint64_t from, uint64_t to)
 }
 
 /* 1: ip is in the [uprobes] page, 2: at its start (the uretprobe trampoline), else 0. */
-static int in_uprobes(struct ptd_stream *s, uint64_t ip)
+static int in_uprobes(const struct ptd_stream *s, uint64_t ip)
 {
 	if (ip < s->up_start || ip >= s->up_end)
 		return 0;
@@ -861,6 +883,36 @@ static void stream_end(struct ptd_stream *s)
 		s->state = ST_SYNC;
 }
 
+/*
+ * Over budget as of the last look: has the trace moved on since? -1: the budget is
+ * spent. With f = blocks - PTD_BLOCKS_PER_BYTE * offset (offsets only grow, blocks by
+ * one): a stream, or the first piece, may go on while f <= PTD_BLOCKS_BASE; a later
+ * piece, starting at byte b, while f <= PTD_BLOCKS_BASE - PTD_BLOCKS_PER_BYTE * b (its
+ * own bytes pay for its work). A later piece also keeps the peak of f (exact: f can
+ * only rise while blocks pass the last look's bound): the sequential decode, with the
+ * blocks of the pieces before added, would have run out where that sum passes
+ * PTD_BLOCKS_BASE, and the join (join()) decodes the piece again then.
+ */
+static int budget_check(struct ptd_stream *s)
+{
+	int64_t per_byte = PTD_BLOCKS_PER_BYTE, base = (int64_t)PTD_BLOCKS_BASE;
+	int64_t begin = (int64_t)s->piece.begin;
+	int64_t off = (int64_t)trace_offset(s), f = (int64_t)s->st.blocks - per_byte * off;
+	int64_t limit = base - per_byte * begin, watch;
+
+	if (f > limit) {
+		if (begin)
+			s->work_limit_hit = true;
+		return -1;
+	}
+	if (begin && f > s->peak)
+		s->peak = f;
+	/* the next look: when f may pass the peak (a later piece) or the limit */
+	watch = begin ? (s->peak > -per_byte * begin ? s->peak : -per_byte * begin) : limit;
+	s->budget = (uint64_t)(per_byte * off + watch);
+	return 0;
+}
+
 /* One step: a sync, an event, or a block. */
 static void stream_step(struct ptd_stream *s)
 {
@@ -879,6 +931,8 @@ static void stream_step(struct ptd_stream *s)
 		if (status < 0) {
 			if (status != -pte_eos) {
 				emit_error(s, status, 0);
+				if (s->state == ST_DONE)
+					return;
 				/* no progress, no hope: the same as ptxed */
 				if (pt_blk_get_offset(s->dec, &off) >= 0 &&
 				    (!s->synced || off > s->last_sync)) {
@@ -914,14 +968,12 @@ static void stream_step(struct ptd_stream *s)
 		status = pt_blk_event(s->dec, &ev, sizeof(ev));
 		if (status < 0) {
 			emit_error(s, status, s->last_ip);
-			s->state = ST_SYNC;
 			return;
 		}
 		s->status = status;
 		status = on_event(s, &ev);
 		if (status < 0) {
 			emit_error(s, status, s->last_ip);
-			s->state = ST_SYNC;
 			return;
 		}
 		/*
@@ -946,14 +998,9 @@ static void stream_step(struct ptd_stream *s)
 	s->st.insns += block.ninsn;
 	s->time_stale = true;
 	if (block.ninsn) {
-		/* over budget as of the last look: has the trace moved on since? */
-		if (++s->st.blocks > s->budget) {
-			s->budget = PTD_BLOCKS_BASE + PTD_BLOCKS_PER_BYTE * trace_offset(s);
-			if (s->st.blocks > s->budget) {
-				emit_error(s, PTD_ERR_BUDGET, block.end_ip);
-				s->state = ST_SYNC;
-				return;
-			}
+		if (++s->st.blocks > s->budget && budget_check(s) < 0) {
+			emit_error(s, PTD_ERR_BUDGET, block.end_ip);
+			return;
 		}
 		on_block(s, &block);
 		/* the offset, looked at every 4096 blocks: has any packet been read? */
@@ -965,8 +1012,10 @@ static void stream_step(struct ptd_stream *s)
 				s->still_blocks = 0;
 			} else if (s->still_blocks >= PTD_STILL_BLOCKS && status >= 0) {
 				s->still_blocks = 0;
+				/* a later piece counts from its PSB, the sequential decode not */
+				if (s->piece.begin)
+					s->work_limit_hit = true;
 				emit_error(s, PTD_ERR_ENDLESS, block.end_ip);
-				s->state = ST_SYNC;
 				return;
 			}
 		}
@@ -977,7 +1026,6 @@ static void stream_step(struct ptd_stream *s)
 			return;
 		}
 		emit_error(s, status, block.ninsn ? block.end_ip : block.ip);
-		s->state = ST_SYNC;
 		return;
 	}
 	s->status = status;
@@ -1113,6 +1161,7 @@ struct lane {
 	struct ptd_stream *s;
 	struct piece *pc;		/* pieces, in trace order */
 	size_t nr_pc;
+	size_t nr_live;			/* pieces in use: a decode to the end replaced the rest */
 	size_t at;			/* the piece being merged; later ones decode ahead */
 	bool wanted;			/* the merge waits for it */
 	struct chunk *cur;		/* chunk being merged (merge thread only) */
@@ -1138,6 +1187,21 @@ struct merge {
 	int err;			/* first decode allocation error */
 };
 
+#define CHUNK_BYTES ((CHUNK_EVENTS + CHUNK_SLACK) * sizeof(struct ptd_event))
+
+/*
+ * A chunk's events, mapped with their pages in place: the pieces of a split stream
+ * decode ahead of the merge, into hundreds of chunks, and a page fault per 4 KiB costs
+ * more than the events it holds on a virtual machine (a tenth of the CPU of the decode).
+ */
+static struct ptd_event *chunk_events_alloc(void)
+{
+	void *p = mmap(NULL, CHUNK_BYTES, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
 /*
  * Chunks are recycled through a free list: a fresh 200 KiB allocation per chunk is an
  * mmap and its page faults, a cost per event as high as decoding it.
@@ -1155,7 +1219,7 @@ static struct chunk *get_chunk(struct merge *m)
 		return c;
 	c = malloc(sizeof(*c));
 	if (c)
-		c->ev = malloc((CHUNK_EVENTS + CHUNK_SLACK) * sizeof(*c->ev));
+		c->ev = chunk_events_alloc();
 	if (!c || !c->ev) {
 		free(c);
 		return NULL;
@@ -1178,7 +1242,7 @@ static void free_chunks(struct chunk *c)
 	while (c) {
 		struct chunk *n = c->next;
 
-		free(c->ev);
+		munmap(c->ev, CHUNK_BYTES);
 		free(c);
 		c = n;
 	}
@@ -1230,7 +1294,7 @@ static struct piece *pick(struct merge *m)
 	for (i = 0; i < m->nr; i++) {
 		struct lane *l = &m->lanes[i];
 
-		for (k = l->at; k < l->nr_pc; k++) {
+		for (k = l->at; k < l->nr_live; k++) {
 			struct piece *p = &l->pc[k];
 			int rank;
 
@@ -1244,7 +1308,7 @@ static struct piece *pick(struct merge *m)
 			break;
 		}
 		/* the current piece is busy or full: the next one that is neither */
-		for (k = l->at + 1; !best && k < l->nr_pc; k++) {
+		for (k = l->at + 1; !best && k < l->nr_live; k++) {
 			struct piece *p = &l->pc[k];
 
 			if (!p->busy && !p->finished) {
@@ -1308,20 +1372,14 @@ static void *worker(void *arg)
  *   or nothing (tracing off across the PSB). The hardware starts return compression
  *   afresh at each PSB, so no return of a piece needs a call of the piece before.
  * - Anything else (the trampoline of a uretprobe or a probed instruction's copy across
- *   the PSB, another thread by the schedule, an error at the seam, events before the
- *   first block) and the piece is decoded again, as a continuation of the state the
- *   piece before ended in, the way the sequential decode goes on through the PSB.
+ *   the PSB, a return into the trampoline at the seam, another thread by the schedule,
+ *   an error at the seam, events before the first block, a work budget that ran out)
+ *   and the piece is decoded again, as a continuation of the state the piece before
+ *   ended in, the way the sequential decode goes on through the PSB.
  * Times: a piece's never go back from the previous piece's; without timing packets,
  * times are instruction counts, and a piece's start from the pieces before.
  */
 #define MIN_PIECE ((uint64_t)1 << 20)
-
-static bool split_wanted(void)
-{
-	const char *e = getenv("PTBPF_DECODE_SPLIT");
-
-	return e && !strcmp(e, "1");
-}
 
 /* Bytes per piece at least (PTBPF_DECODE_PIECE overrides: the tests split small traces). */
 static uint64_t min_piece(void)
@@ -1433,6 +1491,11 @@ static struct ptd_stream *piece_new(const struct ptd_stream *parent, uint64_t be
 	s->as = -1;
 	s->selected = true;
 	s->budget = PTD_BLOCKS_BASE;
+	if (begin) {
+		/* no peak yet: f starts at -PTD_BLOCKS_PER_BYTE * begin (budget_check()) */
+		s->peak = -(int64_t)PTD_BLOCKS_PER_BYTE * (int64_t)begin;
+		s->budget = 0;
+	}
 	s->stop = stop;
 	s->stop_ip = stop_ip;
 	s->piece = (struct ptd_range){ begin, end };
@@ -1459,8 +1522,9 @@ static struct ptd_stream *piece_new(const struct ptd_stream *parent, uint64_t be
 static int split(struct lane *l, size_t n)
 {
 	const struct ptd_stream *s = l->s;
-	uint64_t at[64], end[64], ip[64];
+	uint64_t at[64], end[64], ip[64], first;
 	size_t k = 0, i, tries;
+	struct ptd_psb psb;
 
 	l->pc = calloc(n, sizeof(*l->pc));
 	if (!l->pc)
@@ -1471,9 +1535,13 @@ static int split(struct lane *l, size_t n)
 		return 0;
 	if (n > 64)
 		n = 64;
+	/* the first piece holds the first PSB: the bytes before it (a ring that wrapped) hold
+	 * no sync point, and a piece without one would decode nothing of its own */
+	if (ptd_psb_next(s->o.buf, s->o.size, &s->o.config, &s->o.clock, 0, &psb))
+		return 0;
+	first = psb.offset;
 	for (i = 1; i < n; i++) {
 		uint64_t from = s->o.size / n * i;
-		struct ptd_psb psb;
 
 		/*
 		 * A PSB+ with a FUP first: tracing is on there, and the pieces join unless
@@ -1488,7 +1556,7 @@ static int split(struct lane *l, size_t n)
 			if (ptd_psb_next(s->o.buf, s->o.size, &s->o.config, &s->o.clock, from, &psb))
 				break;
 			from = psb.offset + 1;
-			if (k && psb.offset <= at[k - 1])
+			if (psb.offset <= first || (k && psb.offset <= at[k - 1]))
 				continue;
 			end[k] = boundary_end(s, psb.offset, &ip[k]);
 			if (end[k] && ip[k]) {
@@ -1535,7 +1603,9 @@ static bool split_lane(const struct lane *l)
 
 /*
  * Joins piece `next` to `prev` (fully decoded): 0, with the events the sequential decode
- * makes at the seam in l->join; 1: `next` must be decoded again as a continuation.
+ * makes at the seam in l->join; 1: `next` must be decoded again as a continuation; 2:
+ * so must the rest of the stream (a trace that spends the work budget: decoding each
+ * piece again from the start would cost the sequential decode once per piece).
  * `first` is next's first event, NULL if it has none.
  */
 static int join(struct lane *l, const struct ptd_stream *prev, struct ptd_stream *next,
@@ -1543,9 +1613,27 @@ static int join(struct lane *l, const struct ptd_stream *prev, struct ptd_stream
 {
 	const struct piece_head *h = &next->head;
 	struct ptd_event *ev;
+	uint64_t blocks_before = 0;
+	size_t k;
 
 	l->nr_join = l->join_pos = 0;
 	if (!next->head_valid || h->events_before || prev->uret || prev->xol)
+		return 1;
+	/*
+	 * The work budget: next's own ran out, or the sequential decode's would have, with
+	 * the blocks of the pieces before (budget_check()).
+	 */
+	for (k = 0; k <= l->at; k++)
+		if (l->pc[k].s)
+			blocks_before += l->pc[k].s->st.blocks;
+	if (next->work_limit_hit || (int64_t)blocks_before + next->peak > (int64_t)PTD_BLOCKS_BASE)
+		return 2;
+	/*
+	 * A return of prev into the [uprobes] trampoline: the sequential decode follows the
+	 * trampoline to where the return lands, next took it for the program's own code.
+	 */
+	if (prev->end == PE_CLEAN && h->block && h->as >= 0 && h->as == prev->as &&
+	    in_uprobes(prev, h->ip))
 		return 1;
 	if (prev->end == PE_CLEAN && prev->enabled && h->block && h->pid == prev->pid &&
 	    h->tid == prev->tid && h->as == prev->as) {
@@ -1591,12 +1679,15 @@ static int join(struct lane *l, const struct ptd_stream *prev, struct ptd_stream
 }
 
 /*
- * The sequential decode itself, from the start of the stream to the end of `next`:
- * what replaces a piece that does not join. Its first l->delivered events are the ones
- * the merge already took (the joins before were exact), and are dropped.
+ * The sequential decode itself, from the start of the stream to the end of `next` (of
+ * the stream: to_end): what replaces a piece that does not join. Its first l->delivered
+ * events are the ones the merge already took (the joins before were exact), and are
+ * dropped.
  */
-static struct ptd_stream *replay(struct lane *l, const struct ptd_stream *next)
+static struct ptd_stream *replay(struct lane *l, const struct ptd_stream *next, bool to_end)
 {
+	if (to_end)
+		return piece_new(l->s, 0, 0, 0, l->s->o.size);
 	return piece_new(l->s, 0, next->stop, next->stop_ip, next->piece.end);
 }
 
@@ -1624,7 +1715,7 @@ static int next_piece(struct merge *m, struct lane *l, bool threaded)
 {
 	struct piece *prev = &l->pc[l->at], *next = &l->pc[l->at + 1];
 	uint64_t add_prev = l->add;
-	int err = 0;
+	int err = 0, again;
 
 	if (threaded)
 		pthread_mutex_lock(&m->lock);
@@ -1651,9 +1742,10 @@ static int next_piece(struct merge *m, struct lane *l, bool threaded)
 			l->add += prev->s->st.insns;
 		dlog("[piece %zu at %" PRIx64 ": end %d, %" PRIu64 " insns, %" PRIu64 " blocks]\n",
 		     l->at, prev->s->piece.begin, prev->s->end, prev->s->st.insns, prev->s->st.blocks);
-		if (join(l, prev->s, next->s, next->head ? &next->head->ev[0] : NULL, add_prev,
-			 l->add)) {
-			struct ptd_stream *c = replay(l, next->s);
+		again = join(l, prev->s, next->s, next->head ? &next->head->ev[0] : NULL, add_prev,
+			     l->add);
+		if (again) {
+			struct ptd_stream *c = replay(l, next->s, again == 2);
 
 			dlog("[piece %zu at %" PRIx64 ": decoded again (end %d%s%s%s, head %d/%d, "
 			     "tid %u/%u, "
@@ -1672,6 +1764,12 @@ static int next_piece(struct merge *m, struct lane *l, bool threaded)
 				piece_drop(m, l, next);
 				next->s = c;
 				next->finished = false;
+				/*
+				 * The pieces after it are out of use (a thread may still be
+				 * decoding one: they are freed with the merge).
+				 */
+				if (again == 2)
+					l->nr_live = l->at + 2;
 				/* it counts from the start: the pieces before count no more */
 				for (k = 0; k <= l->at; k++)
 					if (l->pc[k].s)
@@ -1770,7 +1868,7 @@ static const struct ptd_event *lane_head(struct merge *m, struct lane *l, bool t
 		if (threaded)
 			pthread_mutex_unlock(&m->lock);
 		/* this piece is done: on to the next, joined */
-		if (l->at + 1 >= l->nr_pc)
+		if (l->at + 1 >= l->nr_live)
 			return NULL;
 		{
 			int err = next_piece(m, l, threaded);
@@ -1818,7 +1916,7 @@ static void progress(struct merge *m, double start, double *last, bool final)
 		return;
 	*last = t;
 	for (i = 0; i < m->nr; i++) {
-		for (k = 0; k < m->lanes[i].nr_pc; k++) {
+		for (k = 0; k < m->lanes[i].nr_live; k++) {
 			const struct ptd_stream *s = m->lanes[i].pc[k].s;
 
 			if (s && s->pos > s->piece.begin)
@@ -1846,7 +1944,7 @@ static void lane_stats(struct lane *l)
 
 	if (!split_lane(l))
 		return;
-	for (k = 0; k < l->nr_pc; k++)
+	for (k = 0; k < l->nr_live; k++)
 		if (l->pc[k].s)
 			ptd_stream_stats(l->pc[k].s, &st);
 	l->s->st.insns = st.insns;
@@ -1877,16 +1975,11 @@ int ptd_decode_streams(struct ptd_stream **streams, size_t nr, int jobs,
 	pthread_cond_init(&m.cond, NULL);
 	for (k = 0; k < nr; k++) {
 		m.lanes[k].s = streams[k];
-		/*
-		 * More threads than streams could split the streams at PSBs, two pieces a
-		 * thread; but some seams of singlestep captures do not yet join exactly
-		 * (recurse with a uretprobe, -j 5 with 2 KiB pieces), and a trace must never be
-		 * silently wrong: off unless a developer asks (PTBPF_DECODE_SPLIT=1).
-		 */
-		err = split(&m.lanes[k], split_wanted() && jobs > (int)nr ?
-				(size_t)(2 * jobs / (int)nr) : 1);
+		/* more threads than streams: the streams split at PSBs, two pieces a thread */
+		err = split(&m.lanes[k], jobs > (int)nr ? (size_t)(2 * jobs / (int)nr) : 1);
 		if (err)
 			goto cleanup;
+		m.lanes[k].nr_live = m.lanes[k].nr_pc;
 		pieces += m.lanes[k].nr_pc;
 	}
 

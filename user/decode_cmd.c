@@ -129,7 +129,9 @@ static const struct argp_option decode_options[] = {
 	{ "tsc-hz", OPT_TSC_HZ, "HZ", 0, "TSC frequency, for times in ns (default: ticks)" },
 
 	{ NULL, 0, NULL, 0, "Other:", 5 },
-	{ "jobs", 'j', "N", 0, "Decoder threads (default: number of cores)" },
+	{ "jobs", 'j', "N", 0,
+	  "Decoder threads (default: number of cores); more threads than CPUs split a CPU's "
+	  "trace at PSBs, with the same output; -j 1 decodes in sequence" },
 	{ "progress", OPT_PROGRESS, NULL, 0,
 	  "Show progress on stderr when decoding takes more than a second (default on a tty)" },
 	{ "verbose", 'v', NULL, 0, "More output; repeat for debug output" },
