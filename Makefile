@@ -16,8 +16,9 @@ ifeq ($(SANITIZE),1)
 OUTPUT ?= build-asan
 SANITIZE_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all
 # Exit statuses no test expects (a decode error exits 1, as a plain ASan report would).
+# A test may take three times as long: the instrumented decoder runs some 3x slower.
 SANITIZE_ENV := ASAN_OPTIONS=exitcode=86:detect_leaks=1 LSAN_OPTIONS=exitcode=87 \
-		UBSAN_OPTIONS=exitcode=88:print_stacktrace=1
+		UBSAN_OPTIONS=exitcode=88:print_stacktrace=1 TEST_TIMEOUT=$${TEST_TIMEOUT:-1800}
 endif
 OUTPUT ?= build
 ABS_OUTPUT := $(abspath $(OUTPUT))
