@@ -28,7 +28,7 @@
 
 #include <bpf/usdt.bpf.h>
 
-#include "trigger.h"
+#include "trigger_abi.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -67,7 +67,7 @@ __u32 disarmed = 0;
 /* The command ptbpf started (spawn_tgid) has exec'd: from then on it is the program. */
 __u32 spawn_execed = 0;
 /*
- * The program's own clock (include/trigger.h), kept by the singlestep backend: stepping
+ * The program's own clock (include/trigger_abi.h), kept by the singlestep backend: stepping
  * makes the program run ~10^4 times slower, and the trace's clock counts what it would
  * have taken. Latencies are measured on it, so a call fires on its untraced length.
  */

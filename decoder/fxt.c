@@ -343,18 +343,15 @@ static int str_hash_grow(struct fxt_writer *w)
 /* Room for `need` strings in strs and sidx. */
 static int strs_grow(struct fxt_writer *w, uint32_t need)
 {
-	uint32_t cap = w->capstrs;
+	uint32_t cap = w->capstrs, capsidx = w->capstrs;
 	int err;
 
+	/* both double from the same capacity, so they reach as far; if sidx fails,
+	 * capstrs still says how far both reach */
 	err = array_grow((void **)&w->strs, &cap, need, sizeof(*w->strs));
-	if (!err && cap != w->capstrs) {
-		uint16_t *n = realloc(w->sidx, cap * sizeof(*w->sidx));
-
-		if (!n)
-			return -ENOMEM;	/* strs grew; capstrs still says how far both reach */
-		w->sidx = n;
-		w->capstrs = cap;
-	}
+	err = err ?: array_grow((void **)&w->sidx, &capsidx, cap, sizeof(*w->sidx));
+	if (!err)
+		w->capstrs = cap < capsidx ? cap : capsidx;
 	return err;
 }
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "ptd.h"
 
 /* Packets a PSB+ holds at most before PSBEND (PSB, TSC, TMA, CBR, MODE, PIP, VMCS, FUP...). */
@@ -59,7 +60,7 @@ static int scan(const uint8_t *buf, size_t size, const struct pt_config *cfg,
 		struct ptd_psb **out, size_t *nr)
 {
 	struct pt_packet_decoder *pkt;
-	struct ptd_psb *v = NULL, *nv;
+	struct ptd_psb *v = NULL;
 	size_t n = 0, cap = 0, off = from;
 	const uint8_t *hit;
 	int err = 0;
@@ -83,15 +84,9 @@ static int scan(const uint8_t *buf, size_t size, const struct pt_config *cfg,
 			off++;
 			continue;
 		}
-		if (n == cap) {
-			cap = cap ? cap * 2 : 16;
-			nv = realloc(v, cap * sizeof(*v));
-			if (!nv) {
-				err = -ENOMEM;
-				goto out;
-			}
-			v = nv;
-		}
+		err = array_grow_sz((void **)&v, &cap, n + 1, sizeof(*v));
+		if (err)
+			goto out;
 		v[n].offset = off;
 		v[n].time = tsc ? ptd_clock_ns(clock, tsc) : 0;
 		n++;

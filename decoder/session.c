@@ -609,19 +609,13 @@ static int add_to_queue(struct session *ss, const struct pd_auxtrace *a, bool pe
 		goto joined;
 	}
 	if (q->size + a->size > q->cap) {
-		size_t cap = q->cap ? q->cap : 65536;
-		uint8_t *p;
+		bool borrowed = !q->data;	/* bytes is still the first buffer itself */
 
-		while (cap < q->size + a->size)
-			cap *= 2;
-		p = realloc(q->data, cap);
-		if (!p)
+		if (array_grow_sz((void **)&q->data, &q->cap, q->size + a->size, 1))
 			return -ENOMEM;
-		if (!q->data)
-			memcpy(p, q->bytes, q->size);
-		q->data = p;
-		q->bytes = p;
-		q->cap = cap;
+		if (borrowed)
+			memcpy(q->data, q->bytes, q->size);
+		q->bytes = q->data;
 	}
 	memcpy(q->data + q->size, a->data, a->size);
 joined:

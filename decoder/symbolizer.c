@@ -68,7 +68,7 @@ struct symbols {
 	struct ptd_images *im;
 	const char *debug_dir;		/* --debug-dir, NULL if not given */
 	struct sdso *dsos;		/* indexed like im->dsos */
-	uint32_t nr_dsos;
+	uint32_t nr_dsos, cap_dsos;
 	struct sym_entry *cache;	/* open addressing, power of two */
 	size_t cache_size, cache_used;
 	struct name_entry *names;	/* open addressing, power of two */
@@ -169,16 +169,9 @@ int symbols__load_kallsyms(struct symbols *sy, const char *path)
 		/* text symbols: t/T, and weak W/w (kallsyms marks some functions weak) */
 		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
 			continue;
-		if (sy->nr_ksyms == cap) {
-			struct ksym *v;
-
-			cap = cap ? cap * 2 : 4096;
-			v = realloc(sy->ksyms, cap * sizeof(*v));
-			if (!v) {
-				fclose(f);
-				return -ENOMEM;
-			}
-			sy->ksyms = v;
+		if (array_grow_sz((void **)&sy->ksyms, &cap, sy->nr_ksyms + 1, sizeof(*sy->ksyms))) {
+			fclose(f);
+			return -ENOMEM;
 		}
 		n = arena_strdup(sy, name);
 		if (!n) {
@@ -362,14 +355,10 @@ static struct sdso *sdso_get(struct symbols *sy, uint32_t dso)
 	if (dso == UINT32_MAX || dso >= sy->im->nr_dsos)
 		return NULL;
 	if (dso >= sy->nr_dsos) {
-		uint32_t n = sy->im->nr_dsos;
-		struct sdso *v = realloc(sy->dsos, n * sizeof(*v));
-
-		if (!v)
+		/* new entries are zeroed: not loaded */
+		if (array_grow((void **)&sy->dsos, &sy->cap_dsos, sy->im->nr_dsos, sizeof(*sy->dsos)))
 			return NULL;
-		memset(v + sy->nr_dsos, 0, (n - sy->nr_dsos) * sizeof(*v));
-		sy->dsos = v;
-		sy->nr_dsos = n;
+		sy->nr_dsos = sy->im->nr_dsos;
 	}
 	sd = &sy->dsos[dso];
 	if (sd->loaded)

@@ -71,18 +71,8 @@ static int arena_add(struct symtab *st, const char *s, const char *suffix, size_
 	size_t len = strlen(s), slen = suffix ? strlen(suffix) : 0;
 	size_t need = st->names_len + len + slen + 1;
 
-	if (need > st->names_cap) {
-		size_t cap = st->names_cap ? st->names_cap : 4096;
-		char *p;
-
-		while (cap < need)
-			cap *= 2;
-		p = realloc(st->names, cap);
-		if (!p)
-			return -ENOMEM;
-		st->names = p;
-		st->names_cap = cap;
-	}
+	if (array_grow_sz((void **)&st->names, &st->names_cap, need, 1))
+		return -ENOMEM;
 	*off = st->names_len;
 	memcpy(st->names + st->names_len, s, len);
 	if (slen)
@@ -316,16 +306,9 @@ static int collect_got_names(Elf *elf, struct got_name **out, size_t *nr_out)
 			} else {
 				continue;
 			}
-			if (nr == cap) {
-				struct got_name *nv;
-
-				cap = cap ? cap * 2 : 64;
-				nv = realloc(v, cap * sizeof(*v));
-				if (!nv) {
-					free(v);
-					return -ENOMEM;
-				}
-				v = nv;
+			if (array_grow_sz((void **)&v, &cap, nr + 1, sizeof(*v))) {
+				free(v);
+				return -ENOMEM;
 			}
 			v[nr].slot = offset;
 			v[nr].name = name;

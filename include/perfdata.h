@@ -88,7 +88,7 @@ enum {
 
 /*
  * What a capture's trigger record holds when no BPF trigger stopped the session: kinds
- * after those of enum trigger_kind (include/trigger.h), with the values captures on disk
+ * after those of enum trigger_kind (include/trigger_abi.h), with the values captures on disk
  * already have.
  */
 enum pd_stop_kind {
@@ -97,7 +97,7 @@ enum pd_stop_kind {
 	PD_STOP_DURATION = 9,		/* --duration elapsed with --snapshot-on-exit */
 };
 
-/* The trigger that froze the rings (see include/trigger.h for the kinds). */
+/* The trigger that froze the rings (see include/trigger_abi.h for the kinds). */
 struct pd_trigger {
 	uint32_t kind;			/* enum trigger_kind or enum pd_stop_kind */
 	uint32_t index;			/* the trigger's position on the command line, from 0 */
@@ -271,7 +271,7 @@ uint64_t pd_time_to_tsc(const struct pd_pt_info *pt, uint64_t time);
 const char *pd_record_type_name(uint32_t type);
 
 /*
- * A trigger kind (enum trigger_kind, include/trigger.h; struct pd_trigger.kind) as the JSON
+ * A trigger kind (enum trigger_kind, include/trigger_abi.h; struct pd_trigger.kind) as the JSON
  * output, the capture summary and the FXT marker spell it ("uprobe_latency"; "none" for a
  * kind it does not know), and as `ptbpf decode --info` words it ("uprobe latency"; "unknown").
  */

@@ -12,13 +12,13 @@
 #include "array.h"
 #include "perfdata.h"
 #include "perfdata_int.h"
-#include "trigger.h"
+#include "trigger_abi.h"
 
 /*
  * Everything a capture points to is owned by it. Small allocations (strings, id arrays)
  * come from chunks so that a file with a million MMAP2 records does not cost two
  * million mallocs; big ones (trace buffers, the vDSO) are allocated one by one. The
- * growable arrays of struct capture (attrs, records, aux...) are realloc'd in place.
+ * growable arrays of struct capture (attrs, records, aux...) grow with array_grow().
  */
 #define PD_CHUNK_SIZE (64 * 1024)
 #define PD_BIG_ALLOC (PD_CHUNK_SIZE / 4)
@@ -44,6 +44,8 @@ struct pd_priv {
 	size_t records_cap;		/* allocated entries of cap->records */
 	size_t aux_cap;			/* allocated entries of cap->aux */
 	size_t build_ids_cap;		/* allocated entries of cap->build_ids */
+	uint32_t attrs_cap;		/* allocated entries of cap->attrs */
+	uint32_t pmus_cap;		/* allocated entries of cap->pmus */
 };
 
 struct capture *capture__new(void)
@@ -178,15 +180,16 @@ char *capture__strdup(struct capture *cap, const char *s)
 int capture__add_attr(struct capture *cap, const struct perf_event_attr *attr,
 		      const uint64_t *ids, uint32_t nr_ids, const char *name)
 {
-	struct pd_attr *attrs, *a;
+	struct pd_priv *priv;
+	struct pd_attr *a;
 
 	if (!cap || !cap->priv || !attr || (nr_ids && !ids))
 		return -EINVAL;
-	attrs = realloc(cap->attrs, (cap->nr_attrs + 1) * sizeof(*attrs));
-	if (!attrs)
+	priv = cap->priv;
+	if (array_grow((void **)&cap->attrs, &priv->attrs_cap, cap->nr_attrs + 1,
+		       sizeof(*cap->attrs)))
 		return -ENOMEM;
-	cap->attrs = attrs;
-	a = &attrs[cap->nr_attrs];
+	a = &cap->attrs[cap->nr_attrs];
 	memset(a, 0, sizeof(*a));
 	a->attr = *attr;
 	if (nr_ids) {
@@ -323,10 +326,10 @@ int capture__add_pmu(struct capture *cap, uint32_t type, const char *name)
 	copy = capture__strdup(cap, name);
 	if (!copy)
 		return -ENOMEM;
-	pmus = realloc(cap->pmus, (cap->nr_pmus + 1) * sizeof(*pmus));
-	if (!pmus)
+	if (array_grow((void **)&cap->pmus, &((struct pd_priv *)cap->priv)->pmus_cap,
+		       cap->nr_pmus + 1, sizeof(*cap->pmus)))
 		return -ENOMEM;
-	cap->pmus = pmus;
+	pmus = cap->pmus;
 	pmus[cap->nr_pmus].type = type;
 	pmus[cap->nr_pmus].name = copy;
 	cap->nr_pmus++;

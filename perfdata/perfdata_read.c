@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "array.h"
 #include "log.h"
 #include "perfdata.h"
 #include "perfdata_int.h"
@@ -715,7 +716,7 @@ static int feat_build_id(struct fsec *s)
 static int feat_cmdline(struct fsec *s)
 {
 	char *line = NULL, *arg;
-	size_t len = 0;
+	size_t len = 0, cap = 0;
 	uint32_t nr, i;
 	int err;
 
@@ -726,17 +727,12 @@ static int feat_cmdline(struct fsec *s)
 		return rd_err(s->r, s->foff, "cmdline feature: %u arguments cannot fit %llu bytes", nr,
 			      (unsigned long long)(s->size - s->pos));
 	for (i = 0; i < nr; i++) {
-		char *n;
-
 		err = fs_str(s, &arg, "argument");
 		if (err)
 			goto out;
-		n = realloc(line, len + strlen(arg) + 2);
-		if (!n) {
-			err = -ENOMEM;
+		err = array_grow_sz((void **)&line, &cap, len + strlen(arg) + 2, 1);
+		if (err)
 			goto out;
-		}
-		line = n;
 		len += sprintf(line + len, "%s%s", i ? " " : "", arg);
 	}
 	s->r->cap->host.cmdline = capture__strdup(s->r->cap, line ? line : "");

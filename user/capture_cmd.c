@@ -25,7 +25,7 @@
 #include "commands.h"
 #include "guardian.h"
 #include "log.h"
-#include "output.h"
+#include "output_plan.h"
 #include "perfdata.h"
 #include "ptdecode.h"
 #include "symtab.h"

@@ -9,7 +9,7 @@
 
 #include <linux/types.h>
 
-#include "trigger.h"
+#include "trigger_abi.h"
 
 /* One trigger as the user gave it, in command-line order. */
 struct trigger_spec {

@@ -13,7 +13,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "log.h"
-#include "output.h"
+#include "output_plan.h"
 #include "open_ui.h"
 #include "perfdata.h"
 #include "ptdecode.h"

@@ -10,7 +10,7 @@
 
 #include "array.h"
 #include "log.h"
-#include "output.h"
+#include "output_plan.h"
 
 static const char *const known_exts[] = { ".fxt.gz", ".fxt", ".data" };
 

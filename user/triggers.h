@@ -2,7 +2,7 @@
 /*
  * The trigger plane: the BPF programs of bpf/trigger.bpf.c, configured from the command
  * line, attached, and read through one BPF ring buffer of struct trigger_rec
- * (include/trigger.h). Conditions (nth, max, cooldown, warmup) are enforced in the
+ * (include/trigger_abi.h). Conditions (nth, max, cooldown, warmup) are enforced in the
  * kernel; user space only sees the fires.
  *
  * Links mode (any kernel with BPF ring buffers), as the capture loop and --dry-run use it:
@@ -47,7 +47,7 @@
 #include <linux/types.h>
 
 #include "cli.h"
-#include "trigger.h"
+#include "trigger_abi.h"
 
 struct triggers;
 
@@ -113,7 +113,7 @@ int triggers__ringbuf_fd(const struct triggers *t);
 
 /*
  * Where a backend whose program runs on a clock of its own (singlestep) keeps that
- * clock (include/trigger.h): latency triggers measure on it. Mapped BPF memory: a
+ * clock (include/trigger_abi.h): latency triggers measure on it. Mapped BPF memory: a
  * plain store is seen by the next probe hit.
  */
 struct trace_clock *triggers__trace_clock(struct triggers *t);

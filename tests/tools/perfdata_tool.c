@@ -60,7 +60,7 @@
 #include "kcore.h"
 #include "perfdata.h"
 #include "symtab.h"
-#include "trigger.h"
+#include "trigger_abi.h"
 #include "perfdata_int.h"
 
 /* What pd_calls does, branch by branch (see tests/targets/pd_calls.c). */

@@ -22,7 +22,7 @@
 #include "array.h"
 #include "perfdata.h"
 #include "symtab.h"
-#include "trigger.h"
+#include "trigger_abi.h"
 #include "perfdata_int.h"
 
 #define PT_ID0 11

@@ -6,6 +6,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "hostinfo.h"
 
 /* The value of "key : value" in the first processor block, or NULL. */
@@ -55,7 +56,7 @@ int hostinfo_cpuid(const char *cpuinfo, char *buf, size_t size, char *model, siz
 static char *read_cpuinfo(void)
 {
 	size_t len = 0, cap = 0;
-	char *text = NULL, *p;
+	char *text = NULL;
 	FILE *f;
 
 	f = fopen("/proc/cpuinfo", "re");
@@ -63,13 +64,9 @@ static char *read_cpuinfo(void)
 		return NULL;
 	/* the first processor's block is enough */
 	while (len < 64 * 1024) {
-		if (cap - len < 4096) {
-			p = realloc(text, cap + 8192);
-			if (!p)
-				break;
-			text = p;
-			cap += 8192;
-		}
+		/* room for a line of 4 KiB */
+		if (array_grow_sz((void **)&text, &cap, len + 4096, 1))
+			break;
 		if (!fgets(text + len, cap - len, f))
 			break;
 		if (text[len] == '\n' && len)

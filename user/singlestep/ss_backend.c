@@ -171,10 +171,13 @@ struct backend {
 	int max_cpus;
 	struct ss_thread **threads;
 	int nr_threads;
+	size_t cap_threads;
 	struct ss_proc **procs;
 	int nr_procs;
+	size_t cap_procs;
 	struct ss_mm **mms;		/* every address space, by ss_mm__id() */
 	int nr_mms;
+	size_t cap_mms;
 	struct ss_thread **runq;	/* FIFO of ready threads without a CPU */
 	int runq_head, runq_len;
 	int nr_live;			/* threads not gone */
@@ -221,7 +224,7 @@ static struct ss_thread *thread_find(struct backend *b, pid_t tid)
 
 static struct ss_thread *thread_new(struct backend *b, pid_t tid, struct ss_proc *p)
 {
-	struct ss_thread *t, **arr;
+	struct ss_thread *t;
 
 	if (b->nr_threads >= SS_MAX_THREADS) {
 		elog("singlestep: more than %d threads, not following thread %d\n", SS_MAX_THREADS,
@@ -229,14 +232,11 @@ static struct ss_thread *thread_new(struct backend *b, pid_t tid, struct ss_proc
 		return NULL;
 	}
 	t = calloc(1, sizeof(*t));
-	arr = realloc(b->threads, (b->nr_threads + 1) * sizeof(*arr));
-	if (!t || !arr) {
+	if (!t || array_grow_sz((void **)&b->threads, &b->cap_threads, (size_t)b->nr_threads + 1,
+				sizeof(*b->threads))) {
 		free(t);
-		if (arr)
-			b->threads = arr;
 		return NULL;
 	}
-	b->threads = arr;
 	t->tid = tid;
 	t->proc = p;
 	t->state = TS_NEW;
@@ -252,16 +252,13 @@ static struct ss_thread *thread_new(struct backend *b, pid_t tid, struct ss_proc
 
 static struct ss_proc *proc_new(struct backend *b, pid_t pid, pid_t ppid)
 {
-	struct ss_proc *p = calloc(1, sizeof(*p)), **arr;
+	struct ss_proc *p = calloc(1, sizeof(*p));
 
-	arr = realloc(b->procs, (b->nr_procs + 1) * sizeof(*arr));
-	if (!p || !arr) {
+	if (!p || array_grow_sz((void **)&b->procs, &b->cap_procs, (size_t)b->nr_procs + 1,
+				sizeof(*b->procs))) {
 		free(p);
-		if (arr)
-			b->procs = arr;
 		return NULL;
 	}
-	b->procs = arr;
 	p->pid = pid;
 	p->ppid = ppid;
 	b->procs[b->nr_procs++] = p;
@@ -401,11 +398,8 @@ static struct ss_mm *mm_by_id(void *ctx, int id)
 
 static int mm_register(struct backend *b, struct ss_mm *mm)
 {
-	struct ss_mm **arr = realloc(b->mms, (b->nr_mms + 1) * sizeof(*arr));
-
-	if (!arr)
+	if (array_grow_sz((void **)&b->mms, &b->cap_mms, (size_t)b->nr_mms + 1, sizeof(*b->mms)))
 		return -ENOMEM;
-	b->mms = arr;
 	b->mms[b->nr_mms++] = mm;
 	return 0;
 }

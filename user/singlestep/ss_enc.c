@@ -4,6 +4,7 @@
 #include <string.h>
 #include <intel-pt.h>
 
+#include "array.h"
 #include "log.h"
 #include "ss_enc.h"
 
@@ -230,13 +231,9 @@ static uint64_t period_of(const struct ss_enc *e, uint64_t tsc)
 
 static int log_psb(struct ss_enc *e)
 {
-	struct ss_psb_mark *m;
-
 	if (!e->cfg.log_psb)
 		return 0;
 	if (e->nr_psbs == e->cap_psbs) {
-		size_t cap;
-
 		/* Reuse the room of trimmed marks before growing. */
 		if (e->first_psb) {
 			memmove(e->psbs, e->psbs + e->first_psb,
@@ -244,14 +241,8 @@ static int log_psb(struct ss_enc *e)
 			e->nr_psbs -= e->first_psb;
 			e->first_psb = 0;
 		}
-		if (e->nr_psbs == e->cap_psbs) {
-			cap = e->cap_psbs ? e->cap_psbs * 2 : 64;
-			m = realloc(e->psbs, cap * sizeof(*m));
-			if (!m)
-				return -ENOMEM;
-			e->psbs = m;
-			e->cap_psbs = cap;
-		}
+		if (array_grow_sz((void **)&e->psbs, &e->cap_psbs, e->nr_psbs + 1, sizeof(*e->psbs)))
+			return -ENOMEM;
 	}
 	e->psbs[e->nr_psbs++] = (struct ss_psb_mark){ .offset = e->total, .insn = e->ninsn };
 	return 0;

@@ -4,8 +4,8 @@
  * buffer. Plain fixed-size types only: the includer provides __u32/__u64 (vmlinux.h on
  * the BPF side, <linux/types.h> in user space).
  */
-#ifndef PTBPF_TRIGGER_H
-#define PTBPF_TRIGGER_H
+#ifndef PTBPF_TRIGGER_ABI_H
+#define PTBPF_TRIGGER_ABI_H
 
 /* Most triggers on one command line. */
 #define MAX_TRIGGERS 16
@@ -78,4 +78,4 @@ struct trigger_rec {
 				 * thread gone by the time the loader reads it still has */
 };
 
-#endif /* PTBPF_TRIGGER_H */
+#endif /* PTBPF_TRIGGER_ABI_H */

@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "output.h"
+#include "output_plan.h"
 
 static void test_replace_ext(void **state)
 {

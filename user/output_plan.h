@@ -5,8 +5,8 @@
  * --max-snapshots > 1. Nothing existing is overwritten silently: an existing file is
  * moved to FILE.old with a notice, as perf record does with perf.data.
  */
-#ifndef PTBPF_OUTPUT_H
-#define PTBPF_OUTPUT_H
+#ifndef PTBPF_OUTPUT_PLAN_H
+#define PTBPF_OUTPUT_PLAN_H
 
 #include <stdbool.h>
 #include <time.h>
@@ -46,4 +46,4 @@ int output_move_aside(const char *path);
 /* `path` with its extension (".fxt", ".fxt.gz", ".data") replaced by `ext`; caller frees. */
 char *output_replace_ext(const char *path, const char *ext);
 
-#endif /* PTBPF_OUTPUT_H */
+#endif /* PTBPF_OUTPUT_PLAN_H */
