@@ -13,14 +13,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
-#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "backend.h"
+#include "capture_session.h"
 #include "cli.h"
 #include "commands.h"
 #include "guardian.h"
@@ -32,30 +31,16 @@
 #include "target.h"
 #include "triggers.h"
 
-/* Why the backend's run() returned. */
-enum stop_reason {
-	STOP_NONE,		/* still running */
-	STOP_TRIGGER,		/* a BPF trigger fired: capture_run.fire */
-	STOP_SIGNAL,		/* Ctrl-C / SIGTERM */
-	STOP_EXIT,		/* the target exited */
-	STOP_DURATION,		/* --duration elapsed */
-};
-
 struct capture_run {
 	const struct capture_opts *opts;
+	struct capture_session s;	/* target, triggers, signals, timer; s.reason says
+					 * why the backend's run() returned */
 	const struct backend_ops *ops;
 	struct backend *b;
-	struct target *target;
-	struct triggers *trig;
 	struct output_plan plan;
-	int fds[3];			/* signalfd, timerfd, trigger ring buffer; -1 if none */
-	int nr_fds;
-	int sfd, tfd;
 	uint64_t checks;
-	unsigned poll_every;		/* check() calls between polls of the fds above */
-	enum stop_reason reason;	/* why run() stopped, STOP_NONE while running */
-	int signo;			/* reason STOP_SIGNAL: which */
-	struct trigger_rec fire;	/* reason is a BPF trigger: its first fire */
+	unsigned poll_every;		/* check() calls between polls of the session's fds */
+	struct trigger_rec fire;	/* reason STOP_TRIGGER: its first fire */
 	bool discard_fires;		/* between snapshots: fires of untraced time */
 	unsigned snapshots;		/* written so far */
 };
@@ -64,10 +49,10 @@ static int on_fire(void *ctx, const struct trigger_rec *r)
 {
 	struct capture_run *run = ctx;
 
-	if (run->discard_fires || run->reason != STOP_NONE)
+	if (run->discard_fires || run->s.reason != STOP_NONE)
 		return 0;
 	run->fire = *r;
-	run->reason = STOP_TRIGGER;
+	run->s.reason = STOP_TRIGGER;
 	return 0;
 }
 
@@ -75,34 +60,19 @@ static int on_fire(void *ctx, const struct trigger_rec *r)
 static int check(void *ctx)
 {
 	struct capture_run *run = ctx;
-	struct pollfd pfd[2];
-	int n = 0, err;
+	int err;
 
-	if (run->trig) {
+	if (run->s.trig) {
 		/* Cheap: two loads from the mapped ring buffer when nothing fired. */
-		err = triggers__consume(run->trig, on_fire, run);
+		err = triggers__consume(run->s.trig, on_fire, run);
 		if (err < 0)
 			return err;
-		if (run->reason != STOP_NONE)
+		if (run->s.reason != STOP_NONE)
 			return 1;
 	}
 	if (run->checks++ % run->poll_every)
 		return 0;
-	pfd[n++] = (struct pollfd){ .fd = run->sfd, .events = POLLIN };
-	if (run->tfd >= 0)
-		pfd[n++] = (struct pollfd){ .fd = run->tfd, .events = POLLIN };
-	if (poll(pfd, n, 0) <= 0)
-		return 0;
-	if (pfd[0].revents) {
-		struct signalfd_siginfo si;
-
-		if (read(run->sfd, &si, sizeof(si)) == sizeof(si))
-			run->signo = si.ssi_signo;
-		run->reason = STOP_SIGNAL;
-		return 1;
-	}
-	run->reason = STOP_DURATION;
-	return 1;
+	return capture_session__poll_stop(&run->s);
 }
 
 /*
@@ -200,28 +170,28 @@ static int add_trigger_record(struct capture *cap, const struct capture_run *run
 {
 	struct pd_record r = { .type = PD_RECORD_PTBPF_TRIGGER };
 	struct pd_trigger *tr = &r.trigger;
-	const struct target *t = run->target;
+	const struct target *t = run->s.target;
 	char desc[160], end[64];
 
 	tr->pid = t->pid;
 	tr->tid = t->pid;
-	switch (run->reason) {
+	switch (run->s.reason) {
 	case STOP_SIGNAL:
 		tr->kind = PD_STOP_SIGNAL;
-		snprintf(desc, sizeof(desc), "signal: %s", strsignal(run->signo ?: SIGINT));
+		snprintf(desc, sizeof(desc), "signal: %s", strsignal(run->s.signo ?: SIGINT));
 		break;
 	case STOP_EXIT:
 		/* a kill is not an exit: the summary and the trace say which it was */
 		tr->kind = PD_STOP_EXIT;
 		snprintf(desc, sizeof(desc), "exit: %s %s", t->comm,
-			 target_end(run->target, end, sizeof(end)));
+			 target_end(run->s.target, end, sizeof(end)));
 		break;
 	case STOP_DURATION:
 		tr->kind = PD_STOP_DURATION;
 		snprintf(desc, sizeof(desc), "duration");
 		break;
 	default:
-		snprintf(desc, sizeof(desc), "%s", triggers__describe(run->trig, run->fire.index) ?:
+		snprintf(desc, sizeof(desc), "%s", triggers__describe(run->s.trig, run->fire.index) ?:
 			 trigger_kind_name(run->fire.kind));
 		tr->kind = run->fire.kind;
 		tr->index = run->fire.index;
@@ -240,37 +210,6 @@ static int add_trigger_record(struct capture *cap, const struct capture_run *run
 		run->ops->locate(run->b, tr->tid, tr->ktime, &tr->cpu, &tr->time);
 	tr->desc = desc;
 	return capture__add_record(cap, &r);
-}
-
-static int setup_fds(struct capture_run *run)
-{
-	sigset_t mask;
-
-	/* After the target's fork: it must not inherit blocked signals. */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	if (sigprocmask(SIG_BLOCK, &mask, NULL))
-		return -errno;
-	run->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (run->sfd < 0)
-		return -errno;
-	run->fds[run->nr_fds++] = run->sfd;
-	if (run->opts->duration_ns) {
-		struct itimerspec its = {
-			.it_value.tv_sec = run->opts->duration_ns / 1000000000ull,
-			.it_value.tv_nsec = run->opts->duration_ns % 1000000000ull,
-		};
-
-		run->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-		if (run->tfd < 0 || timerfd_settime(run->tfd, 0, &its, NULL))
-			return -errno;
-		run->fds[run->nr_fds++] = run->tfd;
-	}
-	if (run->trig)
-		run->fds[run->nr_fds++] = triggers__ringbuf_fd(run->trig);
-	return 0;
 }
 
 /*
@@ -323,8 +262,8 @@ static void print_summary(const struct capture_run *run, const struct capture *c
 	struct stat sb;
 	size_t i, j;
 
-	fprintf(stderr, "ptbpf: snapshot %u of %s (pid %d)\n", run->snapshots, run->target->comm,
-	       run->target->pid);
+	fprintf(stderr, "ptbpf: snapshot %u of %s (pid %d)\n", run->snapshots, run->s.target->comm,
+	       run->s.target->pid);
 	print_trigger(run, cap);
 	fprintf(stderr, "  backend   %s\n", run->ops->describe(run->b));
 	fprintf(stderr, "  captured ");
@@ -399,7 +338,7 @@ static int take_snapshot(struct capture_run *run)
 		/* not "no Intel PT data": stepping traces what runs, and nothing did */
 		elog("%s (pid %d) ran no instructions while traced (it waited in the kernel "
 		     "throughout): nothing to snapshot; trace it longer (--duration) or when it "
-		     "works\n", run->target->comm, run->target->pid);
+		     "works\n", run->s.target->comm, run->s.target->pid);
 		err = -ENODATA;
 		goto cleanup;
 	}
@@ -418,7 +357,7 @@ static int take_snapshot(struct capture_run *run)
 		 * The target's threads (and, followed, its children's): a CPU's trace of other
 		 * processes is skipped. With --system-wide a trigger may fire anywhere: all.
 		 */
-		uint32_t target_pid = (uint32_t)run->target->pid;
+		uint32_t target_pid = (uint32_t)run->s.target->pid;
 		struct decode_opts dopts = {
 			.output = fxt,
 			.format = DECODE_FXT,
@@ -458,10 +397,10 @@ cleanup:
  */
 static void finish_command(struct capture_run *run)
 {
-	struct target *t = run->target;
+	struct target *t = run->s.target;
 	struct pollfd pfd[2] = {
 		{ .fd = t->pidfd, .events = POLLIN },
-		{ .fd = run->sfd, .events = POLLIN },
+		{ .fd = run->s.sfd, .events = POLLIN },
 	};
 	int status;
 
@@ -471,8 +410,8 @@ static void finish_command(struct capture_run *run)
 		t->exit_status = status;
 		return;
 	}
-	if (!run->snapshots || run->reason == STOP_SIGNAL || run->reason == STOP_DURATION ||
-	    t->pidfd < 0 || run->sfd < 0 || guardian_gone()) {
+	if (!run->snapshots || run->s.reason == STOP_SIGNAL || run->s.reason == STOP_DURATION ||
+	    t->pidfd < 0 || run->s.sfd < 0 || guardian_gone()) {
 		elog("%s (pid %d) runs on, untraced\n", t->comm, t->pid);
 		return;
 	}
@@ -495,8 +434,7 @@ static void release_target(struct capture_run *run)
 	if (run->b)
 		run->ops->close(run->b);
 	run->b = NULL;
-	triggers__free(run->trig);
-	run->trig = NULL;
+	capture_session__release_triggers(&run->s);
 }
 
 static int arm(struct capture_run *run)
@@ -505,21 +443,20 @@ static int arm(struct capture_run *run)
 	enum trigger_attach_mode mode = TRIGGER_ATTACH_LINKS;
 	int err;
 
-	err = run->ops->open(opts, run->target, &run->b);
+	err = run->ops->open(opts, run->s.target, &run->b);
 	if (err)
 		return exit_status(err);
 	if (opts->nr_triggers) {
 		if (run->ops->trigger_mode)
 			mode = run->ops->trigger_mode(run->b);
-		err = triggers__new(opts, run->target->pid, mode, &run->trig);
-		if (!err)
-			err = triggers__attach(run->trig);
+		err = capture_session__arm(&run->s, mode);
 		if (!err && mode == TRIGGER_ATTACH_GATE && run->ops->attach_gates)
-			err = run->ops->attach_gates(run->b, run->trig);
+			err = run->ops->attach_gates(run->b, run->s.trig);
 		if (err)
 			return exit_status(err);
 	}
-	err = setup_fds(run);
+	/* after the target's fork: it must not inherit blocked signals */
+	err = capture_session__watch(&run->s);
 	if (err) {
 		elog("cannot set up signals and timers: %s\n", strerror(-err));
 		return 1;
@@ -529,7 +466,7 @@ static int arm(struct capture_run *run)
 		elog("cannot start the %s backend: %s\n", run->ops->name, strerror(-err));
 		return 1;
 	}
-	if (run->target->spawned && target__release(run->target))
+	if (run->s.target->spawned && target__release(run->s.target))
 		return 2;
 	return 0;
 }
@@ -539,19 +476,19 @@ static void describe_wait(const struct capture_run *run)
 	char what[256] = "Ctrl-C or the target's exit";
 	int i, n = 0;
 
-	if (run->trig && triggers__count(run->trig)) {
-		n = snprintf(what, sizeof(what), "%s", triggers__describe(run->trig, 0));
-		for (i = 1; i < triggers__count(run->trig) && n < (int)sizeof(what); i++)
+	if (run->s.trig && triggers__count(run->s.trig)) {
+		n = snprintf(what, sizeof(what), "%s", triggers__describe(run->s.trig, 0));
+		for (i = 1; i < triggers__count(run->s.trig) && n < (int)sizeof(what); i++)
 			n += snprintf(what + n, sizeof(what) - n, " or %s",
-				      triggers__describe(run->trig, i));
+				      triggers__describe(run->s.trig, i));
 	}
-	elog("recording %s (pid %d) with the %s backend; waiting for %s\n", run->target->comm,
-	     run->target->pid, run->ops->name, what);
+	elog("recording %s (pid %d) with the %s backend; waiting for %s\n", run->s.target->comm,
+	     run->s.target->pid, run->ops->name, what);
 }
 
 int cmd_capture(struct capture_opts *opts)
 {
-	struct capture_run run = { .opts = opts, .sfd = -1, .tfd = -1 };
+	struct capture_run run = { .opts = opts };
 	struct run_hooks hooks = { .check = check, .ctx = &run };
 	bool final_snapshot = !opts->nr_triggers || opts->snapshot_on_exit;
 	char end[64], notice[640];
@@ -583,13 +520,13 @@ int cmd_capture(struct capture_opts *opts)
 		}
 	}
 
-	err = opts->cmd ? target__spawn(opts->cmd, &run.target)
-			: target__attach_pid(opts->pid, &run.target);
+	capture_session__init(&run.s, opts);
+	err = capture_session__start_target(&run.s, false);
 	if (err)
 		return exit_status(err);
 	guardian_protect();
 	err = output_plan__init(&run.plan, opts->output, opts->keep_capture,
-				opts->keep_capture_path, run.target->comm, run.target->pid,
+				opts->keep_capture_path, run.s.target->comm, run.s.target->pid,
 				time(NULL), opts->max_snapshots > 1);
 	if (err)
 		goto cleanup;	/* said in one line; the command, held before exec, never ran */
@@ -597,9 +534,9 @@ int cmd_capture(struct capture_opts *opts)
 	if (ret)
 		goto cleanup;
 	ret = 1;
-	hooks.fds = run.fds;
-	hooks.nr_fds = run.nr_fds;
-	hooks.trace_clock = triggers__trace_clock(run.trig);
+	hooks.fds = run.s.fds;
+	hooks.nr_fds = run.s.nr_fds;
+	hooks.trace_clock = triggers__trace_clock(run.s.trig);
 	if (notice[0])
 		elog("%s\n", notice);
 	describe_wait(&run);
@@ -607,7 +544,7 @@ int cmd_capture(struct capture_opts *opts)
 	while (run.snapshots < opts->max_snapshots) {
 		bool snapshot;
 
-		run.reason = STOP_NONE;
+		run.s.reason = STOP_NONE;
 		err = run.ops->run(run.b, &hooks);
 		if (err < 0) {
 			elog("the %s backend failed: %s\n", run.ops->name, strerror(-err));
@@ -615,15 +552,15 @@ int cmd_capture(struct capture_opts *opts)
 		}
 		if (err == RUN_TARGET_EXITED) {
 			/* A fire from the target's last moments still names the snapshot. */
-			if (run.reason == STOP_NONE || run.reason == STOP_DURATION ||
-			    run.reason == STOP_SIGNAL)
+			if (run.s.reason == STOP_NONE || run.s.reason == STOP_DURATION ||
+			    run.s.reason == STOP_SIGNAL)
 				check(&run);
-			if (run.reason == STOP_NONE || run.reason == STOP_DURATION ||
-			    run.reason == STOP_SIGNAL)
-				run.reason = STOP_EXIT;
+			if (run.s.reason == STOP_NONE || run.s.reason == STOP_DURATION ||
+			    run.s.reason == STOP_SIGNAL)
+				run.s.reason = STOP_EXIT;
 		}
 		/* BPF fires always snapshot; the session's end only when asked to. */
-		switch (run.reason) {
+		switch (run.s.reason) {
 		case STOP_EXIT:
 		case STOP_SIGNAL:
 		case STOP_DURATION:
@@ -639,35 +576,35 @@ int cmd_capture(struct capture_opts *opts)
 			if (err)
 				goto cleanup;
 		}
-		if (run.reason == STOP_EXIT || run.reason == STOP_SIGNAL ||
-		    run.reason == STOP_DURATION || run.snapshots >= opts->max_snapshots)
+		if (run.s.reason == STOP_EXIT || run.s.reason == STOP_SIGNAL ||
+		    run.s.reason == STOP_DURATION || run.snapshots >= opts->max_snapshots)
 			break;
 		/* Fires while the rings were frozen describe untraced time: drop them. */
 		run.discard_fires = true;
-		if (run.trig)
-			triggers__consume(run.trig, on_fire, &run);
+		if (run.s.trig)
+			triggers__consume(run.s.trig, on_fire, &run);
 		run.discard_fires = false;
 		err = run.ops->resume(run.b);
-		if (!err && run.trig)
-			err = triggers__arm(run.trig);
+		if (!err && run.s.trig)
+			err = triggers__arm(run.s.trig);
 		if (err) {
 			elog("cannot resume the %s backend: %s\n", run.ops->name, strerror(-err));
 			goto cleanup;
 		}
 	}
 
-	if (run.trig)
-		triggers__print_stats(run.trig);
+	if (run.s.trig)
+		triggers__print_stats(run.s.trig);
 	release_target(&run);
 	if (!run.snapshots) {
-		switch (run.reason) {
+		switch (run.s.reason) {
 		case STOP_EXIT:
-			elog("no snapshot: %s %s before the trigger fired\n", run.target->comm,
-			     target_end(run.target, end, sizeof(end)));
+			elog("no snapshot: %s %s before the trigger fired\n", run.s.target->comm,
+			     target_end(run.s.target, end, sizeof(end)));
 			break;
 		case STOP_SIGNAL:
 			elog("no snapshot: stopped by %s before the trigger fired (--snapshot-on-exit "
-			     "takes one anyway)\n", strsignal(run.signo ?: SIGINT));
+			     "takes one anyway)\n", strsignal(run.s.signo ?: SIGINT));
 			break;
 		case STOP_DURATION:
 			elog("no snapshot: the trigger did not fire within --duration "
@@ -684,11 +621,7 @@ int cmd_capture(struct capture_opts *opts)
 cleanup:
 	release_target(&run);
 	finish_command(&run);
-	target__free(run.target);
+	capture_session__close(&run.s);
 	output_plan__free(&run.plan);
-	if (run.tfd >= 0)
-		close(run.tfd);
-	if (run.sfd >= 0)
-		close(run.sfd);
 	return ret;
 }

@@ -10,13 +10,12 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/signalfd.h>
-#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
 
+#include "capture_session.h"
 #include "commands.h"
 #include "log.h"
 #include "perfdata.h"
@@ -143,67 +142,50 @@ static int epoll_add(int ep, int fd)
 int cmd_dry_run(struct capture_opts *opts)
 {
 	struct capture_opts o = *opts;
+	struct capture_session s;
 	struct dry_run d = {};
-	struct target *target = NULL;
+	struct target *target;
 	struct epoll_event ev;
-	int ep = -1, sfd = -1, tfd = -1, err, ret = 1, n;
+	int ep = -1, err, ret = 1, n, i;
 	bool done = false, stop_at_max;
-	sigset_t mask;
 
 	/* A dry run shows every fire unless the user asked for a limit. */
 	if (!o.max_snapshots_set)
 		o.max_snapshots = 0;
 	stop_at_max = o.max_snapshots_set && !o.cmd;
 
-	if (o.cmd)
-		err = target__spawn(o.cmd, &target);
-	else if (o.pid)
-		err = target__attach_pid(o.pid, &target);
-	else
-		err = 0;
+	capture_session__init(&s, &o);
+	err = capture_session__start_target(&s, true);
 	if (err) {
 		ret = (err == -ENOMEM) ? 1 : 2;
 		goto cleanup;
 	}
+	target = s.target;
 
-	/* After the fork: the target must not inherit blocked signals. */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	ep = epoll_create1(EPOLL_CLOEXEC);
-	if (sfd < 0 || ep < 0) {
-		elog("dry run: cannot set up signals and epoll: %s\n", strerror(errno));
-		goto cleanup;
-	}
-
-	err = triggers__new(&o, target ? target->pid : 0, TRIGGER_ATTACH_LINKS, &d.trig);
-	if (!err)
-		err = triggers__attach(d.trig);
+	/* the ring buffer is read even without a trigger: the loop waits on it */
+	err = capture_session__arm(&s, TRIGGER_ATTACH_LINKS);
 	if (err) {
 		ret = exit_status(err);
 		goto cleanup;
 	}
+	d.trig = s.trig;
 	if (!triggers__count(d.trig))
 		elog("dry run without a trigger: nothing will fire (see --help for triggers)\n");
 
-	if (epoll_add(ep, sfd) || epoll_add(ep, triggers__ringbuf_fd(d.trig)) ||
-	    (target && target->pidfd >= 0 && epoll_add(ep, target->pidfd))) {
-		elog("dry run: epoll: %s\n", strerror(errno));
+	/* After the fork: the target must not inherit blocked signals. */
+	err = capture_session__watch(&s);
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	if (err || ep < 0) {
+		elog("dry run: cannot set up signals, timer and epoll: %s\n",
+		     strerror(err ? -err : errno));
 		goto cleanup;
 	}
-	if (o.duration_ns) {
-		struct itimerspec its = {
-			.it_value.tv_sec = o.duration_ns / 1000000000ull,
-			.it_value.tv_nsec = o.duration_ns % 1000000000ull,
-		};
-
-		tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
-		if (tfd < 0 || timerfd_settime(tfd, 0, &its, NULL) || epoll_add(ep, tfd)) {
-			elog("dry run: timer: %s\n", strerror(errno));
-			goto cleanup;
-		}
+	for (i = 0; i < s.nr_fds; i++)
+		if (epoll_add(ep, s.fds[i]))
+			break;
+	if (i < s.nr_fds || (target && target->pidfd >= 0 && epoll_add(ep, target->pidfd))) {
+		elog("dry run: epoll: %s\n", strerror(errno));
+		goto cleanup;
 	}
 
 	if (target) {
@@ -238,14 +220,11 @@ int cmd_dry_run(struct capture_opts *opts)
 				done = true;
 			continue;
 		}
-		if (ev.data.fd == sfd) {
-			struct signalfd_siginfo si;
-
-			if (read(sfd, &si, sizeof(si)) == sizeof(si))
-				vlog("dry run: %s, stopping\n", strsignal(si.ssi_signo));
-			done = true;
-		} else if (ev.data.fd == tfd) {
-			vlog("dry run: --duration elapsed\n");
+		if (capture_session__stop_on(&s, ev.data.fd)) {
+			if (s.reason == STOP_SIGNAL)
+				vlog("dry run: %s, stopping\n", strsignal(s.signo));
+			else
+				vlog("dry run: --duration elapsed\n");
 			done = true;
 		} else if (target && ev.data.fd == target->pidfd) {
 			done = true;
@@ -264,12 +243,7 @@ int cmd_dry_run(struct capture_opts *opts)
 	vlog("dry run: %llu fire(s)\n", (unsigned long long)d.printed);
 
 cleanup:
-	triggers__free(d.trig);
-	target__free(target);
-	if (tfd >= 0)
-		close(tfd);
-	if (sfd >= 0)
-		close(sfd);
+	capture_session__close(&s);
 	if (ep >= 0)
 		close(ep);
 	return ret;
