@@ -89,6 +89,8 @@ struct cs_frame {
 	uint64_t site;		/* address of the call instruction that made it; 0 unknown */
 	uint64_t func;		/* start address of its function; 0 unknown */
 	uint64_t begin;		/* ns, absolute */
+	uint64_t called;	/* ns of the call that made it: its begin, or an earlier one
+				 * when it replaced its caller's callee by a tail call */
 	uint64_t inner;		/* ns of the latest begin, instant or end event inside it
 				 * (its own begin while there is none) */
 	uint32_t name;		/* writer string id */
@@ -111,6 +113,11 @@ struct cs_thread {
 	uint32_t nlog, caplog;	/* slots held; room for */
 	struct cs_prefix *pre;	/* outermost frames, in the order found */
 	uint32_t npre, cappre;	/* prefix frames held; room for */
+	/* signal delivery (see signal_entry()) */
+	bool stopped;		/* tracing is stopped: resume is valid */
+	uint8_t nr_sig;		/* handlers entered and not returned from */
+	uint64_t resume;	/* where the stopped code would go on; 0 unknown */
+	uint64_t sig[8];	/* where each handler returns to (the interrupted code) */
 	struct cs_thread *hnext;/* next in the hash bucket */
 };
 
@@ -166,7 +173,7 @@ struct callstack {
 
 	/* writer string ids of the synthetic names */
 	uint32_t id_unknown, id_syscall, id_untraced, id_limit, id_error, id_overflow;
-	struct cs_stats st;		/* counters for callstack__stats() */
+	struct cs_stats st;		/* counters and the slowest call, for callstack__stats() */
 };
 
 static int fail(struct callstack *cs, int err)
@@ -537,6 +544,7 @@ static int push(struct callstack *cs, struct cs_thread *th, enum frame_kind kind
 	f->site = site;
 	f->func = func;
 	f->begin = t;
+	f->called = t;
 	f->inner = t;
 	f->name = name;
 	f->kind = kind;
@@ -573,6 +581,7 @@ static int push_root(struct callstack *cs, struct cs_thread *th, uint64_t func, 
 	f->site = 0;
 	f->func = func;
 	f->begin = th->t0;
+	f->called = th->t0;
 	f->inner = t;		/* everything logged so far is inside it */
 	f->name = name;
 	f->kind = FRAME_ROOT;
@@ -710,6 +719,108 @@ static inline int frame_running(const struct cs_thread *th, uint32_t below, uint
 	return -1;
 }
 
+/* ---- the slowest call ------------------------------------------------------------- */
+
+/*
+ * Frame i returns at `t`: the summary keeps the longest such call, with its path
+ * "a > b > c" (frames 0..i, outermost first, as the trace nests them; cut at the front
+ * to fit). Only calls that return to their call site count: a frame closed by an unwind,
+ * an error or the end of the data has no measured end.
+ */
+static void note_return(struct callstack *cs, const struct cs_thread *th, uint32_t i, uint64_t t)
+{
+	static const char dots[] = "... > ";
+	char *buf = cs->st.slowest_path;
+	const size_t size = sizeof(cs->st.slowest_path);
+	size_t len = 0, l;
+	uint32_t k;
+
+	if (th->st[i].kind != FRAME_CALL || t - th->st[i].called <= cs->st.slowest_ns)
+		return;
+	cs->st.slowest_ns = t - th->st[i].called;
+	cs->st.slowest_pid = th->pid;
+	cs->st.slowest_tid = th->tid;
+	buf[0] = '\0';
+	for (k = i + 1; k-- > 0;) {
+		const char *name = fxt_string(cs->w, th->st[k].name);
+		char tmp[512];
+
+		if (th->st[k].kind == FRAME_GAP)
+			continue;
+		l = (size_t)snprintf(tmp, sizeof(tmp), "%s%s", name ? name : "[unknown]",
+				     len ? " > " : "");
+		if (l >= sizeof(tmp))
+			l = sizeof(tmp) - 1;
+		if (len + l + 1 > size) {
+			if (len + sizeof(dots) <= size) {
+				memmove(buf + sizeof(dots) - 1, buf, len + 1);
+				memcpy(buf, dots, sizeof(dots) - 1);
+			}
+			return;
+		}
+		memmove(buf + l, buf, len + 1);
+		memcpy(buf, tmp, l);
+		len += l;
+	}
+}
+
+int callstack__note_open_call(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t t)
+{
+	struct cs_thread *th;
+	uint32_t i;
+
+	if (!cs)
+		return -EINVAL;
+	if (cs->err)
+		return cs->err;
+	/* only a thread already seen: no thread is made (nor named in the file) for this */
+	for (th = cs->thash[mix(pid, tid) & cs->thmask]; th; th = th->hnext)
+		if (th->pid == pid && th->tid == tid)
+			break;
+	if (!th || !th->live || th->untracked)
+		return 0;
+	for (i = th->depth; i-- > 0;) {
+		if (th->st[i].kind == FRAME_GAP)
+			continue;
+		if (th->st[i].kind == FRAME_CALL && t > th->st[i].called)
+			note_return(cs, th, i, t);
+		break;
+	}
+	return 0;
+}
+
+/* ---- signals ------------------------------------------------------------------------- */
+
+/*
+ * The kernel enters a signal handler where tracing resumes: not where the stopped code
+ * would go on, and at a function's entry. That is a call, made from the interrupted
+ * point; the handler returns into the signal trampoline (__restore_rt), which no frame
+ * expects, and that return goes back to the interrupted point. A longjmp out of a handler
+ * (a jump into a function's body), a decode error or an overflow forgets the handlers.
+ * Exec is no signal: the end of the old image's epoch forgets where it would resume.
+ */
+
+/* Tracing resumed at `ip`: whether that is a handler's entry (pushed on th->sig). */
+static int signal_entry(struct callstack *cs, struct cs_thread *th, uint64_t ip, bool *entered)
+{
+	struct cs_sym e;
+	int err;
+
+	*entered = false;
+	if (th->stopped && th->resume && ip != th->resume) {
+		err = sym_lookup(cs, th->pid, ip, &e);
+		if (err)
+			return err;
+		if (e.known && e.start == ip) {
+			*entered = true;
+			if (th->nr_sig < ARRAY_SIZE(th->sig))
+				th->sig[th->nr_sig++] = th->resume;
+		}
+	}
+	th->stopped = false;
+	return 0;
+}
+
 /* ---- the API ------------------------------------------------------------------------ */
 
 int callstack__call(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t from, uint64_t to,
@@ -744,15 +855,21 @@ int callstack__return(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t
 	if (!th)
 		return cs->err;
 	cs->st.returns++;
+	/* a handler's return into the trampoline: back to the interrupted code */
+	if (th->nr_sig && frame_called_at(th, th->depth, to) < 0)
+		to = th->sig[--th->nr_sig];
 	if (th->untracked) {
 		th->untracked--;
 		return 0;
 	}
-	if (returns_to(th->st[th->depth - 1].site, to))
+	if (returns_to(th->st[th->depth - 1].site, to)) {
+		note_return(cs, th, th->depth - 1, t);
 		return pop(cs, th, t);
+	}
 	/* landing after the call of a deeper frame: longjmp-like, pop through to it */
 	i = frame_called_at(th, th->depth - 1, to);
 	if (i >= 0) {
+		note_return(cs, th, i, t);
 		cs->st.unwinds++;
 		return pop_to(cs, th, i, t);
 	}
@@ -782,7 +899,7 @@ int callstack__jump(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t f
 	struct cs_thread *th;
 	struct cs_frame *top;
 	enum frame_kind kind;
-	uint64_t site;
+	uint64_t site, called;
 	int i, err;
 
 	if (!cs)
@@ -791,11 +908,16 @@ int callstack__jump(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t f
 	if (!th)
 		return cs->err;
 	cs->st.jumps++;
-	if (th->untracked)
+	if (th->untracked && !th->nr_sig)
 		return 0;
 	err = sym_lookup(cs, pid, to, &e);
 	if (err)
 		return fail(cs, err);
+	/* a longjmp out of a handler */
+	if (th->nr_sig && !(e.known && e.start == to))
+		th->nr_sig = 0;
+	if (th->untracked)
+		return 0;
 	if (e.start == to) {
 		/* a function's entry: a tail call, even into a function deeper on the stack */
 		cs->st.tail_calls++;
@@ -816,14 +938,18 @@ int callstack__jump(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t f
 	top = &th->st[th->depth - 1];
 	site = top->site;
 	kind = top->kind;
+	called = top->called;
 	err = pop(cs, th, t);
 	if (!err)
 		err = push(cs, th, kind, site, e.start ? e.start : to, e.name, t);
+	/* the call it completes was made earlier: that is what its return times */
+	if (!err && th->depth && !th->untracked)
+		th->st[th->depth - 1].called = called;
 	return fail(cs, err);
 }
 
 int callstack__stop(struct callstack *cs, uint32_t pid, uint32_t tid, enum cs_stop_reason why,
-		    uint64_t ip, uint64_t t)
+		    uint64_t ip, uint64_t resume, uint64_t t)
 {
 	struct fxt_arg arg = { .name = "ip", .type = FXT_ARG_POINTER, .u = ip };
 	struct cs_thread *th;
@@ -837,6 +963,8 @@ int callstack__stop(struct callstack *cs, uint32_t pid, uint32_t tid, enum cs_st
 		th = enter(cs, pid, tid, ip, &t);
 		if (!th)
 			return cs->err;
+		th->stopped = true;
+		th->resume = resume;
 		cs->st.gaps++;
 		return push(cs, th, FRAME_GAP, 0, 0,
 			    why == CS_STOP_SYSCALL ? cs->id_syscall : cs->id_untraced, t);
@@ -852,6 +980,11 @@ int callstack__stop(struct callstack *cs, uint32_t pid, uint32_t tid, enum cs_st
 	if (!th)
 		return cs->err;
 	t = clamp_time(cs, th, t);
+	/* the end of data (or of an image, at exec) may resume; an overflow lost the place */
+	th->stopped = why == CS_STOP_END;
+	th->resume = why == CS_STOP_END ? resume : 0;
+	if (why == CS_STOP_OVERFLOW)
+		th->nr_sig = 0;
 	err = epoch_end(cs, th, t);
 	if (!err && why == CS_STOP_OVERFLOW) {
 		cs->st.overflows++;
@@ -864,6 +997,7 @@ int callstack__start(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t 
 {
 	struct cs_sym e;
 	struct cs_thread *th;
+	bool handler;
 	int i, err;
 
 	if (!cs)
@@ -871,14 +1005,23 @@ int callstack__start(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t 
 	th = enter(cs, pid, tid, ip, &t);
 	if (!th)
 		return cs->err;
+	err = signal_entry(cs, th, ip, &handler);
+	if (err)
+		return fail(cs, err);
 	/* resumed elsewhere (left untraced code by returning): back to that frame if known */
 	err = sym_lookup(cs, pid, ip, &e);
 	if (err)
 		return fail(cs, err);
-	if (!e.start || th->st[th->depth - 1].func == e.start)
-		return 0;
-	i = frame_running(th, th->depth - 1, e.start);
-	return i >= 0 ? fail(cs, pop_to(cs, th, i + 1, t)) : 0;
+	if (e.start && th->st[th->depth - 1].func != e.start) {
+		i = frame_running(th, th->depth - 1, e.start);
+		if (i >= 0) {
+			err = pop_to(cs, th, i + 1, t);
+			if (err)
+				return fail(cs, err);
+		}
+	}
+	/* a signal handler: called from where the thread was stopped */
+	return handler ? callstack__call(cs, pid, tid, th->resume - 1, ip, t) : 0;
 }
 
 int callstack__error(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t offset,
@@ -901,6 +1044,8 @@ int callstack__error(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t 
 		return cs->err;
 	t = clamp_time(cs, th, t);
 	cs->st.errors++;
+	th->nr_sig = 0;
+	th->stopped = false;
 	err = epoch_end(cs, th, t);
 	if (!err)
 		err = fxt_instant_id(cs->w, th->fxt, 0, cs->id_error, t, args, 3);

@@ -8,7 +8,9 @@
  * events it passes on, and answers through the symbolizer.
  *
  * Calls: one line per event, "PID/TID TIME_NS KIND FROM TO NAME", for diffing with
- * `perf script --itrace=cr` (tests/integration/decode_perf_*.sh).
+ * `perf script --itrace=cr` (tests/integration/decode_perf_*.sh). The call-stack builder
+ * runs beside it with its slices thrown away, for the summary's slowest call: one model
+ * of the stack serves every format.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -20,7 +22,7 @@
 #include "fxt.h"
 #include "log.h"
 #include "ptd.h"
-#include "trigger.h"
+#include "trigger_abi.h"
 
 /* pid -> address space its events are in now. */
 struct pid_as {
@@ -29,35 +31,17 @@ struct pid_as {
 	bool used;		/* false: an empty slot */
 };
 
-/* A call the summary keeps track of (see note_slowest()). */
-struct frame {
-	uint64_t from;		/* the call instruction */
-	uint64_t callee;	/* where it went (updated by tail calls) */
-	uint64_t time;		/* when */
-};
-
-#define SHADOW_MAX_DEPTH 1024
-
-/* Threads that got at least one control-flow event, with a shadow call stack. */
+/* Threads that got at least one control-flow event. */
 struct seen_thread {
 	uint64_t key;		/* pid << 32 | tid: any value, -1/-1 included */
 	bool used;		/* false: an empty slot */
-	struct frame *stack;	/* calls not yet returned, outermost first */
-	uint32_t depth;		/* frames in stack */
-	uint32_t lost;		/* calls deeper than SHADOW_MAX_DEPTH, not kept */
-	/* signal delivery (see signal_fixup()) */
-	uint64_t resume;	/* where the last stop would have gone on, 0: unknown */
-	int32_t resume_as;	/* in this address space */
-	bool stopped;		/* tracing is stopped (resume is valid) */
-	uint8_t nr_sig;		/* handlers entered and not returned from */
-	uint64_t sig[8];	/* where each returns to (the interrupted code) */
 };
 
 struct ptd_output {
 	struct ptd_output_opts o;
 	enum decode_format format;
-	struct fxt_writer *w;		/* FXT / text */
-	struct callstack *cs;
+	struct fxt_writer *w;		/* FXT / text; calls format: /dev/null */
+	struct callstack *cs;		/* every format (see the top) */
 	FILE *f;			/* calls format */
 	bool close_f;
 	struct pid_as *pids;		/* open addressing, power of two */
@@ -67,9 +51,6 @@ struct ptd_output {
 	uint64_t first_time, last_time;	/* of control-flow events */
 	bool trigger_placed;
 	uint64_t trigger_time;		/* where the marker went, valid if trigger_placed */
-	uint64_t slowest_ns;		/* longest call so far: returned, or the firing one */
-	uint32_t slowest_pid, slowest_tid;
-	char slowest_path[512];
 	int err;
 	int werr;			/* calls format: the first failed write, -errno */
 };
@@ -174,124 +155,6 @@ static struct seen_thread *seen_add(struct ptd_output *o, uint32_t pid, uint32_t
 	return &o->seen[h];
 }
 
-/* "a > b > c" for the frames of a thread, cut at the front to fit. */
-static void frames_path(struct ptd_output *o, int as, const struct frame *f, uint32_t n,
-			char *buf, size_t size)
-{
-	size_t len = 0;
-	uint32_t i;
-
-	buf[0] = '\0';
-	for (i = n; i-- > 0;) {
-		struct cs_symbol sym;
-		char tmp[512];
-		size_t l;
-
-		if (symbols__lookup(o->o.symbols, as, f[i].callee, &sym))
-			sym.name = "[unknown]";
-		l = (size_t)snprintf(tmp, sizeof(tmp), "%s%s", sym.name, len ? " > " : "");
-		if (len + l + 1 > size) {
-			static const char dots[] = "... > ";
-
-			if (len + sizeof(dots) <= size) {
-				memmove(buf + sizeof(dots) - 1, buf, len + 1);
-				memcpy(buf, dots, sizeof(dots) - 1);
-			}
-			return;
-		}
-		memmove(buf + l, buf, len + 1);
-		memcpy(buf, tmp, l);
-		len += l;
-	}
-}
-
-/*
- * The summary's "slowest call": a shadow stack per thread, pushed by calls and popped
- * by the return that lands just after a call site (deeper frames it skips are popped
- * with it, as longjmp and unwinding do); errors empty it, as they restart the stack.
- */
-static int note_slowest(struct ptd_output *o, struct seen_thread *t, const struct ptd_event *ev)
-{
-	uint32_t i;
-
-	switch (ev->kind) {
-	case PTD_CALL:
-		if (t->depth == SHADOW_MAX_DEPTH) {
-			t->lost++;
-			return 0;
-		}
-		if (!t->stack) {
-			t->stack = malloc(SHADOW_MAX_DEPTH * sizeof(*t->stack));
-			if (!t->stack)
-				return -ENOMEM;
-		}
-		t->stack[t->depth++] = (struct frame){ ev->from, ev->to, ev->time };
-		return 0;
-	case PTD_JUMP:
-		if (t->depth && !t->lost)
-			t->stack[t->depth - 1].callee = ev->to;
-		return 0;
-	case PTD_RETURN:
-		if (t->lost) {
-			t->lost--;
-			return 0;
-		}
-		for (i = t->depth; i-- > 0;) {
-			const struct frame *f = &t->stack[i];
-
-			if (ev->to <= f->from || ev->to - f->from > 15)
-				continue;
-			if (ev->time - f->time > o->slowest_ns) {
-				o->slowest_ns = ev->time - f->time;
-				o->slowest_pid = ev->pid;
-				o->slowest_tid = ev->tid;
-				frames_path(o, (int)ev->asid, t->stack, i + 1, o->slowest_path,
-					    sizeof(o->slowest_path));
-			}
-			t->depth = i;
-			break;
-		}
-		return 0;
-	case PTD_ERROR:
-	case PTD_OVERFLOW:
-		t->depth = 0;
-		t->lost = 0;
-		return 0;
-	default:
-		return 0;
-	}
-}
-
-/*
- * A system call that fired --syscall-latency-over is still open at the trigger (the
- * trace ends where the call returns): the call that made it, innermost of the firing
- * thread's open frames, counts for "slowest" with its length up to the fire, so the
- * summary names the call the user asked about rather than an earlier one that returned.
- */
-static int note_firing_call(struct ptd_output *o, const struct ptd_event *ev)
-{
-	const struct pd_trigger *tr = o->o.trigger;
-	struct seen_thread *t;
-	const struct frame *f;
-
-	if (!tr || tr->kind != TRIGGER_SYSCALL_LATENCY || !seen_has(o, ev->pid, ev->tid))
-		return 0;
-	t = seen_add(o, ev->pid, ev->tid);
-	if (!t)
-		return -ENOMEM;
-	if (!t->depth || t->lost)
-		return 0;
-	f = &t->stack[t->depth - 1];
-	if (ev->time <= f->time || ev->time - f->time <= o->slowest_ns)
-		return 0;
-	o->slowest_ns = ev->time - f->time;
-	o->slowest_pid = ev->pid;
-	o->slowest_tid = ev->tid;
-	frames_path(o, pid_get(o, ev->pid), t->stack, t->depth, o->slowest_path,
-		    sizeof(o->slowest_path));
-	return 0;
-}
-
 static int symbolize(void *ctx, uint32_t pid, uint64_t addr, struct cs_symbol *out)
 {
 	struct ptd_output *o = ctx;
@@ -335,7 +198,7 @@ static int gap_instant(struct ptd_output *o, const struct ptd_event *ev)
 		  .s = gap_words(ev->code, words, sizeof(words)) },
 		{ .name = "source", .type = FXT_ARG_STRING, .s = "PERF_RECORD_AUX" },
 	};
-	int err = callstack__stop(o->cs, ev->pid, ev->tid, CS_STOP_END, 0, ev->time);
+	int err = callstack__stop(o->cs, ev->pid, ev->tid, CS_STOP_END, 0, 0, ev->time);
 
 	return err ?: callstack__instant(o->cs, ev->pid, ev->tid, "[trace gap]", ev->time, args, 2);
 }
@@ -375,12 +238,14 @@ static int cs_event(struct ptd_output *o, const struct ptd_event *ev)
 	case PTD_START:
 		return callstack__start(cs, ev->pid, ev->tid, ev->to, ev->time);
 	case PTD_STOP:
-		return callstack__stop(cs, ev->pid, ev->tid, ev->reason, ev->from, ev->time);
+		return callstack__stop(cs, ev->pid, ev->tid, ev->reason, ev->from, ev->to,
+				       ev->time);
 	case PTD_ERROR:
 		return callstack__error(cs, ev->pid, ev->tid, ev->offset, ev->from,
 					ptd_errstr(ev->code), ev->time);
 	case PTD_OVERFLOW:
-		err = callstack__stop(cs, ev->pid, ev->tid, CS_STOP_OVERFLOW, ev->from, ev->time);
+		err = callstack__stop(cs, ev->pid, ev->tid, CS_STOP_OVERFLOW, ev->from, 0,
+				      ev->time);
 		if (!err && ev->to)
 			err = callstack__start(cs, ev->pid, ev->tid, ev->to, ev->time);
 		return err;
@@ -398,7 +263,7 @@ static int cs_event(struct ptd_output *o, const struct ptd_event *ev)
 		 * new program's frames must not nest under them (`ptbpf -- env ./prog`).
 		 */
 		if (ev->reason) {
-			err = callstack__stop(cs, ev->pid, ev->tid, CS_STOP_END, 0, ev->time);
+			err = callstack__stop(cs, ev->pid, ev->tid, CS_STOP_END, 0, 0, ev->time);
 			if (err)
 				return err;
 		}
@@ -476,126 +341,60 @@ static int calls_event(struct ptd_output *o, const struct ptd_event *ev)
 	return 0;
 }
 
-static bool func_entry(struct ptd_output *o, int as, uint64_t ip)
+/* The calls format shows the decoder's events as they are, for diffing with perf. */
+static int deliver(struct ptd_output *o, const struct ptd_event *ev)
 {
-	uint64_t start, end;
+	int err = o->f ? calls_event(o, ev) : 0;
 
-	return !symbols__func_range(o->o.symbols, as, ip, &start, &end) && start == ip;
-}
-
-static bool shadow_returns_to(const struct seen_thread *t, uint64_t to)
-{
-	uint32_t i;
-
-	for (i = 0; i < t->depth; i++)
-		if (to > t->stack[i].from && to - t->stack[i].from <= 15)
-			return true;
-	return false;
-}
-
-/*
- * Signals, for the call-stack builder. The kernel enters a handler where tracing
- * resumes: not where the stopped code would go on, and at a function's entry. That is
- * a call, made from the interrupted point; the handler returns into the signal
- * trampoline (__restore_rt), which no frame expects, and that return goes back to the
- * interrupted point. A longjmp out of a handler (a jump into a function's body) or a
- * decode error forgets the handlers. Exec is no signal: the address space changes.
- * Sets *call to a call event to pass on after `ev` (which it may rewrite).
- */
-static void signal_fixup(struct ptd_output *o, struct seen_thread *t, struct ptd_event *ev,
-			 struct ptd_event *call, bool *have_call)
-{
-	*have_call = false;
-	switch (ev->kind) {
-	case PTD_STOP:
-		t->stopped = true;
-		t->resume = ev->to;
-		t->resume_as = (int32_t)ev->asid;
-		return;
-	case PTD_START:
-		if (t->stopped && t->resume && ev->to != t->resume &&
-		    (int32_t)ev->asid == t->resume_as && func_entry(o, (int)ev->asid, ev->to)) {
-			*call = *ev;
-			call->kind = PTD_CALL;
-			call->from = t->resume - 1;
-			*have_call = true;
-			if (t->nr_sig < sizeof(t->sig) / sizeof(t->sig[0]))
-				t->sig[t->nr_sig++] = t->resume;
-		}
-		t->stopped = false;
-		return;
-	case PTD_RETURN:
-		if (t->nr_sig && !shadow_returns_to(t, ev->to))
-			ev->to = t->sig[--t->nr_sig];
-		return;
-	case PTD_JUMP:
-		if (t->nr_sig && !func_entry(o, (int)ev->asid, ev->to))
-			t->nr_sig = 0;
-		return;
-	case PTD_ERROR:
-	case PTD_OVERFLOW:
-		t->nr_sig = 0;
-		t->stopped = false;
-		return;
-	default:
-		return;
-	}
-}
-
-/* A control-flow event of thread t: the summary, then the output. */
-static int deliver(struct ptd_output *o, struct seen_thread *t, const struct ptd_event *ev)
-{
-	int err = note_slowest(o, t, ev);
-
-	if (err)
-		return err;
-	return o->cs ? cs_event(o, ev) : calls_event(o, ev);
+	return err ?: cs_event(o, ev);
 }
 
 static int sink_event(void *ctx, const struct ptd_event *ev)
 {
 	struct ptd_output *o = ctx;
-	struct ptd_event e, call;
-	struct seen_thread *t;
-	bool have_call = false;
 	int err;
 
 	if (ev->kind == PTD_COMM || ev->kind == PTD_TRIGGER || ev->kind >= PTD_SWITCH_IN) {
 		/* the marker lands in a decoded flow if its thread has events before it */
 		if (ev->kind == PTD_TRIGGER && seen_has(o, ev->pid, ev->tid)) {
 			o->trigger_placed = true;
-			err = note_firing_call(o, ev);
-			if (err)
-				return err;
+			/*
+			 * A system call that fired --syscall-latency-over is still open at the
+			 * trigger (the trace ends where the call returns): the call that made
+			 * it counts for "slowest" with its length up to the fire, so the summary
+			 * names the call the user asked about rather than an earlier one.
+			 */
+			if (o->o.trigger && o->o.trigger->kind == TRIGGER_SYSCALL_LATENCY) {
+				err = callstack__note_open_call(o->cs, ev->pid, ev->tid, ev->time);
+				if (err)
+					return err;
+			}
 		}
-		return o->cs ? cs_event(o, ev) : calls_event(o, ev);
+		return deliver(o, ev);
 	}
 	if (!o->first_time || ev->time < o->first_time)
 		o->first_time = ev->time;
 	if (ev->time > o->last_time)
 		o->last_time = ev->time;
-	t = seen_add(o, ev->pid, ev->tid);
-	if (!t)
+	if (!seen_add(o, ev->pid, ev->tid))
 		return -ENOMEM;
 	if (pid_get(o, ev->pid) != (int)ev->asid) {
 		err = pid_set(o, ev->pid, (int)ev->asid);
 		if (err)
 			return err;
 	}
-	/* the calls format shows the decoder's events as they are, for diffing with perf */
-	e = *ev;
-	if (o->cs)
-		signal_fixup(o, t, &e, &call, &have_call);
-	err = deliver(o, t, &e);
-	if (!err && have_call)
-		err = deliver(o, t, &call);
-	return err;
+	return deliver(o, ev);
 }
 
 int ptd_output_open(const struct ptd_output_opts *oo, struct ptd_output **out,
 		    struct ptd_sink *sink)
 {
 	const struct decode_opts *opts = oo->opts;
+	struct fxt_opts fo = {
+		.time_base = oo->time_base,
+		.text = opts->format == DECODE_TEXT,
+	};
+	struct callstack_opts co = { .symbolize = symbolize };
 	struct ptd_output *o;
 	int err = 0;
 
@@ -605,6 +404,7 @@ int ptd_output_open(const struct ptd_output_opts *oo, struct ptd_output **out,
 		return -ENOMEM;
 	o->o = *oo;
 	o->format = opts->format;
+	co.ctx = o;
 	if (opts->format == DECODE_CALLS) {
 		if (!opts->output || !strcmp(opts->output, "-")) {
 			o->f = stdout;
@@ -617,27 +417,24 @@ int ptd_output_open(const struct ptd_output_opts *oo, struct ptd_output **out,
 			}
 			o->close_f = true;
 		}
+		/* the call stacks only for the summary: their slices go nowhere */
+		err = fxt_writer__open(&o->w, "/dev/null", &fo);
+		if (err) {
+			elog("cannot write /dev/null: %s\n", strerror(-err));
+			goto fail;
+		}
 	} else {
-		struct fxt_opts fo = {
-			.time_base = oo->time_base,
-			.text = opts->format == DECODE_TEXT,
-		};
-		struct callstack_opts co = {
-			.symbolize = symbolize,
-			.ctx = o,
-		};
-
 		err = fxt_writer__open(&o->w, opts->output ? opts->output : "-", &fo);
 		if (err) {
 			elog("cannot write %s: %s\n", opts->output ? opts->output : "stdout",
 			     strerror(-err));
 			goto fail;
 		}
-		o->cs = callstack__new(o->w, &co);
-		if (!o->cs) {
-			err = errno ? -errno : -ENOMEM;
-			goto fail;
-		}
+	}
+	o->cs = callstack__new(o->w, &co);
+	if (!o->cs) {
+		err = errno ? -errno : -ENOMEM;
+		goto fail;
 	}
 	sink->event = sink_event;
 	sink->ctx = o;
@@ -646,6 +443,8 @@ int ptd_output_open(const struct ptd_output_opts *oo, struct ptd_output **out,
 fail:
 	if (o->w)
 		fxt_writer__close(o->w);
+	if (o->close_f)
+		fclose(o->f);
 	free(o);
 	return err;
 }
@@ -719,15 +518,14 @@ static int write_summary(struct ptd_output *o, const struct decode_stats *st)
 
 int ptd_output_close(struct ptd_output *o, struct decode_stats *stats)
 {
+	struct cs_stats cst;
 	int err = 0, werr = 0, e;
-	size_t i;
 
 	if (!o)
 		return 0;
-	if (o->cs) {
-		err = callstack__finish(o->cs);
-		callstack__free(o->cs);
-	}
+	err = callstack__finish(o->cs);
+	callstack__stats(o->cs, &cst);
+	callstack__free(o->cs);
 	if (!err && o->w && o->o.cap && o->format == DECODE_FXT && o->seen_used)
 		err = write_summary(o, stats);
 	if (o->w) {
@@ -750,13 +548,11 @@ int ptd_output_close(struct ptd_output *o, struct decode_stats *stats)
 		stats->first_time = o->first_time;
 		stats->last_time = trace_end(o);
 		stats->trigger_placed = o->trigger_placed;
-		stats->slowest_ns = o->slowest_ns;
-		stats->slowest_pid = o->slowest_pid;
-		stats->slowest_tid = o->slowest_tid;
-		memcpy(stats->slowest_path, o->slowest_path, sizeof(stats->slowest_path));
+		stats->slowest_ns = cst.slowest_ns;
+		stats->slowest_pid = cst.slowest_pid;
+		stats->slowest_tid = cst.slowest_tid;
+		memcpy(stats->slowest_path, cst.slowest_path, sizeof(stats->slowest_path));
 	}
-	for (i = 0; i < o->seen_size; i++)
-		free(o->seen[i].stack);
 	free(o->pids);
 	free(o->seen);
 	free(o);

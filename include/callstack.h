@@ -89,6 +89,12 @@ struct cs_stats {
 	uint64_t early_writes;		/* times a thread wrote its slices early */
 	uint64_t gaps;			/* [syscall] and [untraced] slices */
 	uint64_t max_held;		/* most slices one thread held at once */
+	/* the longest call that returned to its call site (not one closed by an unwind, an
+	 * error or the end of the data), timed from call to return */
+	uint64_t slowest_ns;		/* 0: no call returned */
+	uint32_t slowest_pid, slowest_tid;
+	char slowest_path[512];		/* "main > handle > slow_path": its frames as the trace
+					 * nests them, outermost first, cut at the front to fit */
 };
 
 /* NULL (errno set) on bad arguments or no memory. */
@@ -111,9 +117,15 @@ int callstack__return(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t
 /* A jump at `from` left the current function for `to` (tail call when `to` starts a function). */
 int callstack__jump(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t from, uint64_t to,
 		    uint64_t t);
-/* Tracing stopped at `ip` (last instruction executed) / resumed at `ip`. */
+/*
+ * Tracing stopped at `ip` (last instruction executed; `resume`: where the stopped code
+ * would go on, 0 unknown) / resumed at `ip`. Resuming at a function's entry elsewhere
+ * than `resume` is a signal handler's entry: a call from the stopped point, whose return
+ * into the signal trampoline (a return no frame expects) goes back to `resume`. A jump
+ * into a function's body (siglongjmp), an error or an overflow forgets the handlers.
+ */
 int callstack__stop(struct callstack *cs, uint32_t pid, uint32_t tid, enum cs_stop_reason why,
-		    uint64_t ip, uint64_t t);
+		    uint64_t ip, uint64_t resume, uint64_t t);
 int callstack__start(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t ip, uint64_t t);
 /* A decode error at trace `offset` and `ip`: instant event, the stack restarts after it. */
 int callstack__error(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t offset,
@@ -121,6 +133,12 @@ int callstack__error(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t 
 /* The thread was scheduled out / in (per-CPU traces). Open slices stay open. */
 int callstack__switch_out(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t t);
 int callstack__switch_in(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t t);
+/*
+ * The thread's innermost open call (below a [syscall] or [untraced] gap) counts for the
+ * slowest call with its length up to `t`, though it has not returned (a system call still
+ * open at a --syscall-latency-over trigger). Nothing if the thread has no open call.
+ */
+int callstack__note_open_call(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t t);
 /* An instant event at the thread's current position (the trigger marker, for one). */
 int callstack__instant(struct callstack *cs, uint32_t pid, uint32_t tid, const char *name,
 		       uint64_t t, const struct fxt_arg *args, unsigned nargs);

@@ -248,7 +248,7 @@ static void sim_stop(struct sim *s, enum cs_stop_reason why, uint64_t dt)
 		s->gk = why == CS_STOP_SYSCALL ? FR_SYSCALL : FR_UNTRACED;
 		s->gb = t;
 	}
-	assert_int_equal(callstack__stop(s->cs, s->pid, s->tid, why, sim_pc(s), s->t), 0);
+	assert_int_equal(callstack__stop(s->cs, s->pid, s->tid, why, sim_pc(s), 0, s->t), 0);
 }
 
 static void sim_start(struct sim *s, uint64_t dt)
@@ -1219,6 +1219,125 @@ static void test_randomized(void **state)
 
 /* ---- invalid arguments -------------------------------------------------------------- */
 
+/*
+ * The summary's slowest call: timed from its call to the return to its call site, across
+ * a tail call that replaced the callee; a return that unwinds through deeper frames times
+ * the frame it returns to; a frame closed by an error or the end of the data is no call
+ * that returned.
+ */
+/* main > foo (10) > bar (12..15); foo tail-calls baz (20), which returns at 40. */
+static void play_slowest_tail(struct callstack *cs, struct fxt_writer *w)
+{
+	assert_int_equal(callstack__call(cs, 1, 1, FN(MAIN) + 0x20, FN(FOO), 10), 0);
+	assert_int_equal(callstack__call(cs, 1, 1, FN(FOO) + 0x30, FN(BAR), 12), 0);
+	assert_int_equal(callstack__return(cs, 1, 1, FN(BAR) + 0x40, FN(FOO) + 0x35, 15), 0);
+	assert_int_equal(callstack__jump(cs, 1, 1, FN(FOO) + 0x50, FN(BAZ), 20), 0);
+	assert_int_equal(callstack__return(cs, 1, 1, FN(BAZ) + 0x60, FN(MAIN) + 0x25, 40), 0);
+}
+
+static void play_slowest(struct callstack *cs, struct fxt_writer *w)
+{
+	play_slowest_tail(cs, w);	/* tid 1: baz's call returns after 30 ns */
+	/* tid 2: main > a (50) > b (51); b returns straight after a's call at 100 */
+	assert_int_equal(callstack__call(cs, 1, 2, FN(MAIN) + 0x20, FN(A), 50), 0);
+	assert_int_equal(callstack__call(cs, 1, 2, FN(A) + 0x10, FN(B), 51), 0);
+	assert_int_equal(callstack__return(cs, 1, 2, FN(B) + 0x10, FN(MAIN) + 0x25, 100), 0);
+	/* tid 3: calls that never return (an error, then the end): longer, not counted */
+	assert_int_equal(callstack__call(cs, 1, 3, FN(MAIN) + 0x20, FN(C), 200), 0);
+	assert_int_equal(callstack__error(cs, 1, 3, 0x10, FN(C) + 4, "bad packet", 1000), 0);
+	assert_int_equal(callstack__call(cs, 1, 3, FN(C) + 0x20, FN(D), 1100), 0);
+	assert_int_equal(callstack__jump(cs, 1, 3, FN(D) + 0x20, FN(D) + 0x10, 5000), 0);
+}
+
+static void test_slowest_return(void **state)
+{
+	struct cs_stats st;
+
+	NEED_FXTCHECK();
+	run_case(play_slowest, NULL, NULL, &st, NULL, 0);
+	assert_int_equal(st.slowest_ns, 50);
+	assert_int_equal(st.slowest_pid, 1);
+	assert_int_equal(st.slowest_tid, 2);
+	assert_string_equal(st.slowest_path, "main > a");
+}
+
+static void test_slowest_tail_call(void **state)
+{
+	struct cs_stats st;
+
+	NEED_FXTCHECK();
+	run_case(play_slowest_tail, NULL,
+		 "# thread pid=1 tid=1 name=\n"
+		 "0 main 10 40\n"
+		 "1 foo 10 20\n"
+		 "2 bar 12 15\n"
+		 "1 baz 20 40\n", &st, NULL, 0);
+	assert_int_equal(st.slowest_ns, 30);
+	assert_string_equal(st.slowest_path, "main > baz");
+}
+
+/* An address without a symbol: the signal trampoline (__restore_rt) of these cases. */
+#define TRAMPOLINE (FN_BASE + 40 * FN_SIZE + 0x7)
+
+/*
+ * Signal frames. tid 1: foo is in a system call when a signal comes; tracing resumes at
+ * the handler e's entry, not where foo would go on: e is called from there, and its
+ * return into the trampoline goes back into foo. tid 2: the handler leaves by
+ * siglongjmp (a jump into main's body), which forgets it.
+ */
+static void play_signals(struct callstack *cs, struct fxt_writer *w)
+{
+	assert_int_equal(fxt_thread(w, 1, 1, "sig"), 0);
+	assert_int_equal(callstack__call(cs, 1, 1, FN(MAIN) + 0x20, FN(FOO), 10), 0);
+	assert_int_equal(callstack__stop(cs, 1, 1, CS_STOP_SYSCALL, FN(FOO) + 0x40,
+					 FN(FOO) + 0x42, 12), 0);
+	assert_int_equal(callstack__start(cs, 1, 1, FN(E), 20), 0);
+	assert_int_equal(callstack__call(cs, 1, 1, FN(E) + 0x10, FN(F), 22), 0);
+	assert_int_equal(callstack__return(cs, 1, 1, FN(F) + 0x20, FN(E) + 0x15, 24), 0);
+	assert_int_equal(callstack__return(cs, 1, 1, FN(E) + 0x30, TRAMPOLINE, 30), 0);
+	assert_int_equal(callstack__return(cs, 1, 1, FN(FOO) + 0x50, FN(MAIN) + 0x25, 40), 0);
+
+	assert_int_equal(fxt_thread(w, 1, 2, "jmp"), 0);
+	assert_int_equal(callstack__call(cs, 1, 2, FN(MAIN) + 0x20, FN(FOO), 100), 0);
+	assert_int_equal(callstack__stop(cs, 1, 2, CS_STOP_SYSCALL, FN(FOO) + 0x40,
+					 FN(FOO) + 0x42, 102), 0);
+	assert_int_equal(callstack__start(cs, 1, 2, FN(E), 110), 0);
+	assert_int_equal(callstack__jump(cs, 1, 2, FN(E) + 0x10, FN(MAIN) + 0x25, 115), 0);
+	assert_int_equal(callstack__call(cs, 1, 2, FN(MAIN) + 0x30, FN(A), 120), 0);
+	assert_int_equal(callstack__return(cs, 1, 2, FN(A) + 0x10, FN(MAIN) + 0x35, 125), 0);
+	/* resuming where it stopped is no signal */
+	assert_int_equal(callstack__stop(cs, 1, 2, CS_STOP_SYSCALL, FN(MAIN) + 0x40,
+					 FN(MAIN) + 0x42, 130), 0);
+	assert_int_equal(callstack__start(cs, 1, 2, FN(MAIN) + 0x42, 140), 0);
+}
+
+static void test_signal_frames(void **state)
+{
+	struct cs_stats st;
+
+	NEED_FXTCHECK();
+	run_case(play_signals, NULL,
+		 "# thread pid=1 tid=1 name=sig\n"
+		 "0 main 10 40\n"
+		 "1 foo 10 40\n"
+		 "2 [syscall] 12 20\n"
+		 "2 e 20 30\n"
+		 "3 f 22 24\n"
+		 "# thread pid=1 tid=2 name=jmp\n"
+		 "0 main 100 140\n"
+		 "1 foo 100 115\n"
+		 "2 [syscall] 102 110\n"
+		 "2 e 110 115\n"
+		 "1 a 120 125\n"
+		 "1 [syscall] 130 140\n", &st, NULL, 0);
+	assert_int_equal(st.unknown_parents, 0);
+	assert_int_equal(st.calls, 6);	/* 4 calls and the 2 handlers' entries */
+	/* foo's call returned after 30 ns; e's after 10, by the trampoline */
+	assert_int_equal(st.slowest_ns, 30);
+	assert_int_equal(st.slowest_tid, 1);
+	assert_string_equal(st.slowest_path, "main > foo");
+}
+
 static void test_invalid_args(void **state)
 {
 	struct fxt_arg many[FXT_MAX_ARGS + 1] = { 0 };
@@ -1238,7 +1357,7 @@ static void test_invalid_args(void **state)
 	assert_int_equal(callstack__call(NULL, 1, 1, 1, 2, 3), -EINVAL);
 	assert_int_equal(callstack__return(NULL, 1, 1, 1, 2, 3), -EINVAL);
 	assert_int_equal(callstack__jump(NULL, 1, 1, 1, 2, 3), -EINVAL);
-	assert_int_equal(callstack__stop(NULL, 1, 1, CS_STOP_END, 1, 3), -EINVAL);
+	assert_int_equal(callstack__stop(NULL, 1, 1, CS_STOP_END, 1, 0, 3), -EINVAL);
 	assert_int_equal(callstack__start(NULL, 1, 1, 1, 3), -EINVAL);
 	assert_int_equal(callstack__error(NULL, 1, 1, 1, 2, "x", 3), -EINVAL);
 	assert_int_equal(callstack__switch_out(NULL, 1, 1, 3), -EINVAL);
@@ -1250,7 +1369,7 @@ static void test_invalid_args(void **state)
 	cs = callstack__new(w, NULL);	/* no symbolizer: names by address */
 	assert_non_null(cs);
 	callstack__stats(cs, NULL);
-	assert_int_equal(callstack__stop(cs, 1, 1, (enum cs_stop_reason)42, 1, 3), -EINVAL);
+	assert_int_equal(callstack__stop(cs, 1, 1, (enum cs_stop_reason)42, 1, 0, 3), -EINVAL);
 	assert_int_equal(callstack__instant(cs, 1, 1, "x", 3, many, FXT_MAX_ARGS + 1), -EINVAL);
 	assert_int_equal(callstack__instant(cs, 1, 1, "x", 3, NULL, 2), -EINVAL);
 	assert_int_equal(callstack__error(cs, 1, 1, 1, 2, NULL, 3), 0);
@@ -1327,6 +1446,9 @@ int main(void)
 		cmocka_unit_test(test_early_write),
 		cmocka_unit_test(test_symbol_cache),
 		cmocka_unit_test(test_randomized),
+		cmocka_unit_test(test_slowest_return),
+		cmocka_unit_test(test_slowest_tail_call),
+		cmocka_unit_test(test_signal_frames),
 		cmocka_unit_test(test_invalid_args),
 		cmocka_unit_test(test_writer_error_is_returned),
 	};
