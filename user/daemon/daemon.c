@@ -1233,6 +1233,20 @@ static int prog_stat(void *ctx, const char *name, __u64 run_ns, __u64 runs)
 	return 0;
 }
 
+/*
+ * The kernel counts BPF programs' run time while someone holds a BPF_ENABLE_STATS fd (ours),
+ * or while the sysctl kernel.bpf_stats_enabled is 1 (an operator's choice).
+ */
+static bool bpf_stats_on(const struct daemon *d)
+{
+	char buf[8] = "";
+
+	if (d->stats_fd >= 0)
+		return true;
+	read_line("/proc/sys/kernel/bpf_stats_enabled", buf, sizeof(buf));
+	return buf[0] == '1';
+}
+
 #define FAMILY(f, name, type, help) fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type)
 
 static char *render_metrics(struct daemon *d, size_t *len)
@@ -1316,18 +1330,24 @@ static char *render_metrics(struct daemon *d, size_t *len)
 		(unsigned long long)d->reloads_ok);
 	fprintf(f, "ptbpf_config_reloads_total{result=\"failure\"} %llu\n",
 		(unsigned long long)d->reloads_failed);
-	FAMILY(f, "ptbpf_bpf_run_seconds_total", "counter",
-	       "Run time of the rules' BPF programs (BPF_ENABLE_STATS)");
-	for (i = 0; i < d->nr_rules; i++) {
-		struct prog_ctx pc = { f, d->rules[i]->r.name, true };
+	/*
+	 * Absent, not 0, while the kernel keeps no run-time statistics (BPF_ENABLE_STATS
+	 * refused: no CAP_SYS_ADMIN, logged at start): a 0 would say the programs never ran.
+	 */
+	if (bpf_stats_on(d)) {
+		FAMILY(f, "ptbpf_bpf_run_seconds_total", "counter",
+		       "Run time of the rules' BPF programs (BPF_ENABLE_STATS)");
+		for (i = 0; i < d->nr_rules; i++) {
+			struct prog_ctx pc = { f, d->rules[i]->r.name, true };
 
-		triggers__prog_stats(d->rules[i]->trig, prog_stat, &pc);
-	}
-	FAMILY(f, "ptbpf_bpf_runs_total", "counter", "Runs of the rules' BPF programs");
-	for (i = 0; i < d->nr_rules; i++) {
-		struct prog_ctx pc = { f, d->rules[i]->r.name, false };
+			triggers__prog_stats(d->rules[i]->trig, prog_stat, &pc);
+		}
+		FAMILY(f, "ptbpf_bpf_runs_total", "counter", "Runs of the rules' BPF programs");
+		for (i = 0; i < d->nr_rules; i++) {
+			struct prog_ctx pc = { f, d->rules[i]->r.name, false };
 
-		triggers__prog_stats(d->rules[i]->trig, prog_stat, &pc);
+			triggers__prog_stats(d->rules[i]->trig, prog_stat, &pc);
+		}
 	}
 	FAMILY(f, "ptbpf_daemon_cpu_seconds_total", "counter", "CPU time of the daemon itself");
 	fprintf(f, "ptbpf_daemon_cpu_seconds_total %.6f\n", self_cpu_seconds());
@@ -1820,6 +1840,11 @@ static int run_daemon(struct daemon *d)
 	remove_stale_probes();
 	/* run time of every BPF program, while this fd is open (as bpftop does) */
 	d->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	if (d->stats_fd < 0)
+		dlog_event("warning", NULL, "bpf_stats_unavailable", NULL, "BPF run-time statistics "
+			   "unavailable (BPF_ENABLE_STATS: %s; it needs CAP_SYS_ADMIN): the "
+			   "ptbpf_bpf_* metrics are left out unless sysctl kernel.bpf_stats_enabled=1",
+			   strerror(errno));
 	err = setup_fds(d);
 	if (err) {
 		dlog_event("error", NULL, "start", NULL, "cannot set up: %s", strerror(-err));
