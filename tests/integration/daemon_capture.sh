@@ -13,7 +13,8 @@
 need_singlestep
 : "${FXTCHECK:?}"
 
-base_config
+# decoding (decode: host) may use 2 % of a core: the decode worker is held to it
+base_config "budget: {decode_cpu_share: 0.02}"
 start_daemon
 start_server -s 120 -i 50
 cat >"$RULES/50-slow.yaml" <<EOF
@@ -92,15 +93,32 @@ hostfxt=${man%.json}.fxt
 	{ tail "$TMP/fxtcheck.out"; fail "the daemon's FXT is not valid"; }
 [ "$(stat -c %a "$hostfxt")" = 600 ] || fail "the daemon's FXT is not 0600"
 echo "decode: host: the spooled FXT is valid"
+# its decode was held to the daemon's CPU share: CPU <= 2 % of its wall time, but for
+# the one quantum (5 ms of CPU) the worker checks after
+line=$(grep '"rule":"slow-handle","event":"decoded"' "$LOG" | head -1)
+[ -n "$line" ] || fail "no decoded event"
+"$PYTHON" - "$line" <<'PY' || fail "the decode was not held to decode_cpu_share 0.02"
+import json, sys
+e = json.loads(sys.argv[1])
+cpu, wall, paused = e["cpu_ns"], e["wall_ns"], e["paused_ns"]
+print("decode share: %.1f ms CPU in %.1f ms wall (%.3f of a core; held to %.2f), paused %.1f ms"
+      % (cpu / 1e6, wall / 1e6, cpu / max(wall, 1), e["cpu_share"], paused / 1e6))
+assert e["cpu_share"] == 0.02, e
+assert cpu <= 0.02 * wall + 5e6, e
+PY
+publish_wait
+[ "$(metric ptbpf_decodes_total'{result="ok"}')" -ge 1 ] || fail "ptbpf_decodes_total"
+awk '$1 == "ptbpf_decode_paused_seconds_total" && $2 > 0 { ok = 1 } END { exit !ok }' \
+	"$PROM/ptbpf.prom" || fail "the decode worker never paused (ptbpf_decode_paused_seconds_total)"
 
 # the state is root's: another user cannot read it
 if command -v setpriv >/dev/null; then
 	setpriv --reuid=nobody --regid=nogroup --clear-groups "$PTBPF" daemon status \
 		--state-dir "$STATE" >"$TMP/status.nobody" 2>&1 && fail "nobody can read the daemon's status"
 	grep -q "permission denied" "$TMP/status.nobody" || { cat "$TMP/status.nobody"; fail "status as nobody"; }
-	[ "$(stat -c %a "$STATE")" = 700 ] && [ "$(stat -c %a "$STATE/status.json")" = 600 ] ||
-		fail "state directory / file modes"
-	echo "status: refused to a non-root user (state 0700/0600)"
+	[ "$(stat -c %a "$STATE")" = 700 ] && [ "$(stat -c %a "$STATE/status.sock")" = 600 ] ||
+		fail "state directory / status socket modes"
+	echo "status: refused to a non-root user (state 0700, socket 0600)"
 fi
 
 # an invalid drop-in: the old rule keeps running, the failure is counted
@@ -140,6 +158,6 @@ sleep 0.5
 not_traced "$SRV"
 kill -0 "$SRV" || fail "the target did not survive the daemon's stop"
 [ ! -e "$STATE/work" ] || fail "the work directory was left behind"
-[ ! -e "$STATE/status.json" ] || fail "the state file was left behind"
+[ ! -e "$STATE/status.sock" ] || fail "the status socket was left behind"
 if ls -a "$SPOOL"/slow-handle | grep -q '^\.[^.]'; then fail "a temp file was left in the spool"; fi
 echo "SIGTERM: clean stop, target running untraced, spool consistent"

@@ -74,7 +74,8 @@ promtool check metrics <"$PROM/ptbpf.prom" >"$TMP/promtool.out" 2>&1 ||
 	{ cat "$TMP/promtool.out"; fail "promtool rejects the textfile"; }
 [ "$(stat -c %a "$PROM/ptbpf.prom")" = 644 ] || fail "textfile mode"
 echo "HTTP: /healthz /readyz /metrics ok ($runs BPF runs); promtool: both outputs pass"
-if grep -l 'S3CR3TdoNotLog\|AKIDTESTKEY' "$LOG" "$TMP/http.prom" "$PROM/ptbpf.prom" "$STATE/status.json"; then
+"$PTBPF" daemon status --state-dir "$STATE" --json >"$TMP/status.json" || fail "daemon status"
+if grep -l 'S3CR3TdoNotLog\|AKIDTESTKEY' "$LOG" "$TMP/http.prom" "$PROM/ptbpf.prom" "$TMP/status.json"; then
 	fail "a credential shows in the log, metrics or state"
 fi
 echo "secrets: not in the log, the metrics or the state"

@@ -5,7 +5,7 @@
  * serves the fires of the events-only rules (their BPF ring buffers), the captures the
  * capture children write, signals (SIGHUP reload, SIGTERM/SIGINT stop, SIGCHLD),
  * changes in the configuration directory (inotify), and a 1 s tick for budgets, the
- * state file, metrics and the systemd watchdog.
+ * metrics and the systemd watchdog; `ptbpf daemon status` asks over the status socket.
  *
  * Backends: events-only rules are one trigger object each in this process, with the
  * rule's cooldown and hourly budget enforced in the kernel where the rule's match lets
@@ -50,11 +50,13 @@
 #include "commands.h"
 #include "config.h"
 #include "daemon.h"
+#include "decode_worker.h"
 #include "log.h"
 #include "metrics.h"
 #include "perfdata.h"
 #include "ptdecode.h"
 #include "spool.h"
+#include "status_sock.h"
 #include "symtab.h"
 #include "triggers.h"
 
@@ -107,6 +109,8 @@ struct rule_rt {
 	uint64_t last_cooldown_ns;	/* daemon-side cooldown: last fire (CLOCK_MONOTONIC) */
 };
 
+struct pending_capture;
+
 struct daemon {
 	char *config_path, *rules_dir, *state_dir;
 	struct config *cfg;
@@ -118,6 +122,9 @@ struct daemon {
 	int epfd, sfd, tfd, rfd, ifd;	/* epoll, signalfd, tick, reload debounce, inotify */
 	int cfg_wd, rules_wd;
 	int stats_fd;			/* BPF_ENABLE_STATS, held while running */
+	int status_fd;			/* listening status socket (status_sock.h) */
+	struct decode_worker *decoder;	/* `decode: host` captures, within decode_cpu_share */
+	struct pending_capture *decoding;	/* captures the decoder has */
 	char host[256], boot_id[64], kernel[256], cpu[256];
 	uint64_t reloads_ok, reloads_failed, spool_evicted;
 	uint64_t hour_start, hour_captures, day_start, day_bytes;
@@ -825,102 +832,205 @@ static void observe_latency(struct rule_rt *rt, double s)
 			rt->lat_bucket[i]++;
 }
 
-/* A perf.data a capture child wrote: check the budgets, spool it, forget it. */
-static void process_capture(struct daemon *d, struct rule_rt *rt, const char *path)
+/*
+ * A capture on its way to the spool: read and within budget, its manifest made; with
+ * `decode: host`, first through the decode worker (its FXT is spooled beside it).
+ */
+struct pending_capture {
+	struct decode_job job;		/* job.ctx: this */
+	struct pending_capture *next;	/* the daemon's list of captures being decoded */
+	struct rule_rt *rt;		/* NULL once the rule is disarmed (reload): spooled all
+					 * the same, under its name, without its counters */
+	char rule[NAME_MAX + 1];
+	char name[NAME_MAX];
+	char path[PATH_MAX];
+	char fxt[PATH_MAX + 8];
+	struct capture *cap;
+	struct json_object *manifest;
+	uint64_t ktime, latency_ns;
+	char stamp[32];
+};
+
+static void pending_free(struct pending_capture *pc)
 {
-	const struct pd_trigger *tr = NULL;
-	struct capture *cap = NULL;
-	struct json_object *m = NULL;
-	enum suppress_reason why;
-	char name[NAME_MAX], t[32], manifest[PATH_MAX], fxt[PATH_MAX + 8];
-	const char *fxt_path = NULL;
-	uint64_t ktime, bytes = 0, evicted = 0, wall;
-	struct tm tm;
-	time_t secs;
-	size_t i;
+	if (!pc)
+		return;
+	json_object_put(pc->manifest);
+	capture__free(pc->cap);
+	unlink(pc->path);
+	if (pc->fxt[0])
+		unlink(pc->fxt);
+	free(pc);
+}
+
+/* Spool a capture (and its FXT when `fxt_ok`), count it, forget it. */
+static void spool_capture(struct daemon *d, struct pending_capture *pc, bool fxt_ok)
+{
+	struct rule_rt *rt = pc->rt;
+	char manifest[PATH_MAX];
+	uint64_t bytes = 0, evicted = 0;
 	int err;
 
-	err = perfdata_read(path, &cap);
-	if (err) {
-		rt->captures_failed++;
-		dlog_event("error", rt->r.name, "capture_failed", NULL, "%s: unreadable capture "
-			   "(%s)", path, strerror(-err));
-		goto out;
-	}
-	for (i = 0; i < cap->nr_records && !tr; i++)
-		if (cap->records[i].type == PD_RECORD_PTBPF_TRIGGER)
-			tr = &cap->records[i].trigger;
-	ktime = tr && tr->ktime ? tr->ktime : mono_ns();
-	why = budget_check(d, rt, ktime);
-	if (why != NR_SUPPRESS) {
-		suppress(rt, why);
-		dlog_event("info", rt->r.name, "suppressed", NULL, "capture dropped: %s",
-			   suppress_reason_names[why]);
-		goto out;
-	}
-	rt->fires++;
-	wall = real_ns() - (mono_ns() - ktime);
-	secs = wall / 1000000000ull;
-	gmtime_r(&secs, &tm);
-	strftime(t, sizeof(t), "%Y%m%dT%H%M%S", &tm);
-	rt->seq++;
-	pathf(name, sizeof(name), "%s.%03lluZ-%s-%u-%" PRIu64, t,
-		 (unsigned long long)(wall / 1000000 % 1000), d->host, tr ? tr->pid : rt->r.pid,
-		 rt->seq);
-	if (rt->r.decode_host) {
-		struct decode_opts dopts = { .output = fxt, .format = DECODE_FXT, .jobs = 1 };
-		struct decode_stats st = {};
-
-		snprintf(fxt, sizeof(fxt), "%s.fxt", path);
-		if (!ptdecode_capture(cap, &dopts, &st))
-			fxt_path = fxt;
-		else
-			dlog_event("error", rt->r.name, "decode_failed", NULL, "decoding %s failed; "
-				   "spooling the capture alone", path);
-	}
-	m = manifest_new(d, rt, cap, tr, wall);
-	err = spool__add(d->spool, rt->r.name, name, path, fxt_path, m, manifest, sizeof(manifest),
-			 &bytes, &evicted);
+	err = spool__add(d->spool, pc->rule, pc->name, pc->path, fxt_ok ? pc->fxt : NULL,
+			 pc->manifest, manifest, sizeof(manifest), &bytes, &evicted);
 	d->spool_evicted += evicted;
 	if (err) {
-		rt->captures_failed++;
-		if (err == -ENOSPC || err == -EROFS || err == -EACCES || err == -EDQUOT ||
-		    err == -EPERM)
-			rt->suppressed[SUPPRESS_SPOOL_FULL]++;
-		dlog_event("error", rt->r.name, "capture_dropped", NULL, "cannot spool the capture "
+		/* not spooled: it does not use up the budgets it was counted against */
+		if (d->hour_captures)
+			d->hour_captures--;
+		if (rt) {
+			rt->hour_count -= !!rt->hour_count;
+			rt->day_count -= !!rt->day_count;
+			rt->captures_failed++;
+			if (err == -ENOSPC || err == -EROFS || err == -EACCES || err == -EDQUOT ||
+			    err == -EPERM)
+				rt->suppressed[SUPPRESS_SPOOL_FULL]++;
+		}
+		dlog_event("error", pc->rule, "capture_dropped", NULL, "cannot spool the capture "
 			   "in %s: %s (dropped; fix the spool and the next fire is kept)",
 			   spool__dir(d->spool), strerror(-err));
 		goto out;
 	}
-	rt->captures_ok++;
-	rt->bytes += bytes;
-	rt->hour_count++;
-	rt->day_count++;
-	rt->day_bytes += bytes;
-	d->hour_captures++;
+	if (rt) {
+		rt->captures_ok++;
+		rt->bytes += bytes;
+		rt->day_bytes += bytes;
+		observe_latency(rt, (mono_ns() - pc->ktime) / 1e9);
+		pathf(rt->last_fire, sizeof(rt->last_fire), "%s capture %s (%" PRIu64 " bytes)",
+		      pc->stamp, pc->name, bytes);
+	}
 	d->day_bytes += bytes;
-	observe_latency(rt, (mono_ns() - ktime) / 1e9);
-	pathf(rt->last_fire, sizeof(rt->last_fire), "%s capture %s (%" PRIu64 " bytes)", t,
-	      name, bytes);
 	{
 		struct json_object *o = json_object_new_object();
 
 		add_str(o, "manifest", manifest);
 		add_u64(o, "bytes", bytes);
-		if (tr && tr->latency_ns)
-			add_u64(o, "latency_ns", tr->latency_ns);
-		add_u64(o, "fire_to_spooled_ns", mono_ns() - ktime);
-		dlog_event("info", rt->r.name, "captured", o, "spooled %s", name);
+		if (pc->latency_ns)
+			add_u64(o, "latency_ns", pc->latency_ns);
+		add_u64(o, "fire_to_spooled_ns", mono_ns() - pc->ktime);
+		dlog_event("info", pc->rule, "captured", o, "spooled %s", pc->name);
 	}
 	if (d->uploader)
 		uploader__enqueue(d->uploader, manifest);
 	d->dirty = true;
 out:
-	json_object_put(m);
-	capture__free(cap);
-	unlink(path);
-	if (fxt_path)
-		unlink(fxt_path);
+	pending_free(pc);
+}
+
+/* The decode worker finished some captures: spool them. */
+static void decodes_done(struct daemon *d)
+{
+	struct decode_job *job;
+
+	while ((job = decode_worker__take_done(d->decoder))) {
+		struct pending_capture *pc = job->ctx, **pp;
+
+		for (pp = &d->decoding; *pp && *pp != pc; pp = &(*pp)->next)
+			;
+		if (*pp)
+			*pp = pc->next;
+		if (job->err) {
+			dlog_event("error", pc->rule, "decode_failed", NULL, "decoding %s failed "
+				   "(%s); spooling the capture alone", pc->name,
+				   job->err == -ECANCELED ? "the daemon stops" : strerror(-job->err));
+		} else {
+			struct json_object *o = json_object_new_object();
+
+			add_u64(o, "cpu_ns", job->cpu_ns);
+			add_u64(o, "wall_ns", job->stats.seconds * 1e9);
+			add_u64(o, "paused_ns", job->paused_ns);
+			json_object_object_add(o, "cpu_share", json_object_new_double(job->share));
+			dlog_event("info", pc->rule, "decoded", o, "decoded %s: %.1f ms of CPU in "
+				   "%.1f ms (share %.2f of a core)", pc->name, job->cpu_ns / 1e6,
+				   job->stats.seconds * 1e3, job->share);
+		}
+		spool_capture(d, pc, !job->err);
+	}
+}
+
+/* A perf.data a capture child wrote: check the budgets, spool it (decoded first), forget it. */
+static void process_capture(struct daemon *d, struct rule_rt *rt, const char *path)
+{
+	const struct pd_trigger *tr = NULL;
+	struct pending_capture *pc;
+	enum suppress_reason why;
+	uint64_t wall;
+	struct tm tm;
+	time_t secs;
+	size_t i;
+	int err;
+
+	pc = calloc(1, sizeof(*pc));
+	if (!pc) {
+		rt->captures_failed++;
+		unlink(path);
+		return;
+	}
+	pc->rt = rt;
+	pc->job.ctx = pc;
+	snprintf(pc->rule, sizeof(pc->rule), "%s", rt->r.name);
+	snprintf(pc->path, sizeof(pc->path), "%s", path);
+	err = perfdata_read(path, &pc->cap);
+	if (err) {
+		rt->captures_failed++;
+		dlog_event("error", rt->r.name, "capture_failed", NULL, "%s: unreadable capture "
+			   "(%s)", path, strerror(-err));
+		goto drop;
+	}
+	for (i = 0; i < pc->cap->nr_records && !tr; i++)
+		if (pc->cap->records[i].type == PD_RECORD_PTBPF_TRIGGER)
+			tr = &pc->cap->records[i].trigger;
+	pc->ktime = tr && tr->ktime ? tr->ktime : mono_ns();
+	pc->latency_ns = tr ? tr->latency_ns : 0;
+	why = budget_check(d, rt, pc->ktime);
+	if (why != NR_SUPPRESS) {
+		suppress(rt, why);
+		dlog_event("info", rt->r.name, "suppressed", NULL, "capture dropped: %s",
+			   suppress_reason_names[why]);
+		goto drop;
+	}
+	rt->fires++;
+	/* the budgets count the capture now: the next fire must not pass while it decodes */
+	rt->hour_count++;
+	rt->day_count++;
+	d->hour_captures++;
+	wall = real_ns() - (mono_ns() - pc->ktime);
+	secs = wall / 1000000000ull;
+	gmtime_r(&secs, &tm);
+	strftime(pc->stamp, sizeof(pc->stamp), "%Y%m%dT%H%M%S", &tm);
+	rt->seq++;
+	pathf(pc->name, sizeof(pc->name), "%s.%03lluZ-%s-%u-%" PRIu64, pc->stamp,
+	      (unsigned long long)(wall / 1000000 % 1000), d->host, tr ? tr->pid : rt->r.pid,
+	      rt->seq);
+	pc->manifest = manifest_new(d, rt, pc->cap, tr, wall);
+	if (rt->r.decode_host) {
+		char moved[PATH_MAX];
+
+		/*
+		 * Out of the rule's work directory while it decodes: a reload that re-arms
+		 * the rule empties that directory, and a rescan must not take it twice.
+		 */
+		pathf(moved, sizeof(moved), "%s/" WORK_DIR "/.decode-%s-%" PRIu64 ".data",
+		      d->state_dir, rt->r.name, rt->seq);
+		if (!rename(pc->path, moved))
+			snprintf(pc->path, sizeof(pc->path), "%s", moved);
+		snprintf(pc->fxt, sizeof(pc->fxt), "%s.fxt", pc->path);
+		pc->job.cap = pc->cap;
+		pc->job.output = pc->fxt;
+		if (d->decoder && !decode_worker__submit(d->decoder, &pc->job)) {
+			pc->next = d->decoding;
+			d->decoding = pc;
+			return;
+		}
+		dlog_event("error", rt->r.name, "decode_failed", NULL, "no decode worker (the "
+			   "daemon stops); spooling the capture alone");
+		spool_capture(d, pc, false);
+		return;
+	}
+	spool_capture(d, pc, false);
+	return;
+drop:
+	pending_free(pc);
 }
 
 static void scan_workdir(struct daemon *d, struct rule_rt *rt)
@@ -1066,9 +1176,15 @@ static void stop_child(struct rule_rt *rt, bool wait_for_it)
 
 static void disarm_rule(struct daemon *d, struct rule_rt *rt)
 {
+	struct pending_capture *pc;
+
 	stop_child(rt, true);
 	if (rt->capture)
 		scan_workdir(d, rt);	/* what the child wrote before it stopped */
+	/* its captures being decoded are spooled all the same, without its counters */
+	for (pc = d->decoding; pc; pc = pc->next)
+		if (pc->rt == rt)
+			pc->rt = NULL;
 	if (rt->trig) {
 		epoll_ctl(d->epfd, EPOLL_CTL_DEL, triggers__ringbuf_fd(rt->trig), NULL);
 		triggers__free(rt->trig);
@@ -1150,6 +1266,8 @@ static void apply_config(struct daemon *d, struct config *c)
 	d->nr_rules = c->nr_rules;
 	dlog_set_json(c->log_json);
 	spool__set_quota(d->spool, c->spool_max_bytes, c->spool_max_files);
+	if (d->decoder)
+		decode_worker__set_share(d->decoder, c->decode_cpu_share);
 	for (i = 0; i < c->nr_rules; i++) {
 		if (next[i]) {
 			rule_clear(&c->rules[i]);
@@ -1349,6 +1467,27 @@ static char *render_metrics(struct daemon *d, size_t *len)
 			triggers__prog_stats(d->rules[i]->trig, prog_stat, &pc);
 		}
 	}
+	if (d->decoder) {
+		struct decode_worker_stats ds;
+
+		decode_worker__stats(d->decoder, &ds);
+		FAMILY(f, "ptbpf_decode_cpu_share", "gauge",
+		       "Share of one core the decode worker may use (budget.decode_cpu_share)");
+		fprintf(f, "ptbpf_decode_cpu_share %g\n", d->cfg->decode_cpu_share);
+		FAMILY(f, "ptbpf_decode_cpu_seconds_total", "counter",
+		       "CPU time of the decode worker (decode: host), finished decodes");
+		fprintf(f, "ptbpf_decode_cpu_seconds_total %.6f\n", ds.cpu_ns / 1e9);
+		FAMILY(f, "ptbpf_decode_paused_seconds_total", "counter",
+		       "Time the decode worker paused to stay within its CPU share");
+		fprintf(f, "ptbpf_decode_paused_seconds_total %.6f\n", ds.paused_ns / 1e9);
+		FAMILY(f, "ptbpf_decodes_total", "counter", "Decodes of captures by result");
+		fprintf(f, "ptbpf_decodes_total{result=\"ok\"} %llu\n",
+			(unsigned long long)ds.decoded);
+		fprintf(f, "ptbpf_decodes_total{result=\"failed\"} %llu\n",
+			(unsigned long long)ds.failed);
+		FAMILY(f, "ptbpf_decode_queue", "gauge", "Captures waiting for or in the decoder");
+		fprintf(f, "ptbpf_decode_queue %u\n", ds.queued);
+	}
 	FAMILY(f, "ptbpf_daemon_cpu_seconds_total", "counter", "CPU time of the daemon itself");
 	fprintf(f, "ptbpf_daemon_cpu_seconds_total %.6f\n", self_cpu_seconds());
 	if (d->uploader)
@@ -1360,14 +1499,12 @@ static char *render_metrics(struct daemon *d, size_t *len)
 	return buf;
 }
 
-static void write_state(struct daemon *d)
+/* What `ptbpf daemon status` shows, as the status socket sends it. */
+static struct json_object *status_json(struct daemon *d)
 {
 	struct json_object *s = json_object_new_object(), *rules = json_object_new_array();
-	char tmp[PATH_MAX], final[PATH_MAX];
 	struct spool_usage u = {};
 	unsigned i, k;
-	const char *text;
-	int fd;
 
 	spool__usage(d->spool, &u);
 	add_u64(s, "pid", getpid());
@@ -1405,18 +1542,28 @@ static void write_state(struct daemon *d)
 		json_object_array_add(rules, r);
 	}
 	json_object_object_add(s, "rules", rules);
-	snprintf(tmp, sizeof(tmp), "%s/.status.json.tmp", d->state_dir);
-	snprintf(final, sizeof(final), "%s/status.json", d->state_dir);
-	text = json_object_to_json_string_ext(s, JSON_C_TO_STRING_PRETTY |
+	return s;
+}
+
+/* Connections on the status socket: the status for root, a refusal (logged) for others. */
+static void serve_status(struct daemon *d)
+{
+	struct json_object *s;
+	const char *text;
+	uid_t uid;
+	pid_t pid;
+
+	/* the kernel's counters as of now, not of the last tick */
+	for (unsigned i = 0; i < d->nr_rules; i++)
+		read_kernel_counters(d->rules[i]);
+	s = status_json(d);
+	text = json_object_to_json_string_ext(s, JSON_C_TO_STRING_PLAIN |
 					      JSON_C_TO_STRING_NOSLASHESCAPE);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd >= 0) {
-		if (write(fd, text, strlen(text)) == (ssize_t)strlen(text) && !close(fd))
-			rename(tmp, final);
-		else
-			unlink(tmp);
-	}
+	status_sock__serve(d->status_fd, text, strlen(text), &uid, &pid);
 	json_object_put(s);
+	if (uid != (uid_t)-1)
+		dlog_event("warning", NULL, "status_refused", NULL, "status socket: refused pid %d "
+			   "(uid %u): only root may read the status", (int)pid, (unsigned)uid);
 }
 
 static void publish(struct daemon *d)
@@ -1445,7 +1592,6 @@ static void publish(struct daemon *d)
 		metrics_server__publish(d->http, text, len, d->ready);
 		free(text);
 	}
-	write_state(d);
 	snprintf(status, sizeof(status), "STATUS=%u/%u rules armed, %" PRIu64 " fires, %" PRIu64
 		 " captures", armed, d->nr_rules, fires, captures);
 	sd_notify(0, status);
@@ -1621,6 +1767,10 @@ static int run_loop(struct daemon *d)
 					reload(d, "configuration changed");
 			} else if (ptr == &d->ifd) {
 				handle_inotify(d);
+			} else if (ptr == &d->status_fd) {
+				serve_status(d);
+			} else if (ptr == &d->decoder) {
+				decodes_done(d);
 			} else {
 				struct rule_rt *rt = ptr;
 				unsigned k;
@@ -1676,12 +1826,14 @@ static int setup_fds(struct daemon *d)
 	epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->rfd, &ev);
 	ev.data.ptr = &d->ifd;
 	epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->ifd, &ev);
+	ev.data.ptr = &d->status_fd;
+	epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->status_fd, &ev);
 	return 0;
 }
 
 static void close_fds(struct daemon *d)
 {
-	int *fds[] = { &d->epfd, &d->sfd, &d->tfd, &d->rfd, &d->ifd, &d->stats_fd };
+	int *fds[] = { &d->epfd, &d->sfd, &d->tfd, &d->rfd, &d->ifd, &d->stats_fd, &d->status_fd };
 	unsigned i;
 
 	for (i = 0; i < ARRAY_SIZE(fds); i++)
@@ -1693,24 +1845,37 @@ static void close_fds(struct daemon *d)
 
 static int cmd_status(const char *state_dir, bool json)
 {
-	char path[PATH_MAX];
 	struct json_object *s, *rules;
+	char *text = NULL;
 	size_t i;
-	int pid;
+	int pid, err;
 
-	snprintf(path, sizeof(path), "%s/status.json", state_dir);
-	s = json_object_from_file(path);
-	if (!s) {
-		elog("daemon status: cannot read %s: %s (is the daemon running? as root?)\n", path,
-		     errno == EACCES ? "permission denied" : "no state");
+	err = status_sock__query(state_dir, &text);
+	if (err == -ENOENT || err == -ECONNREFUSED) {
+		elog("daemon status: no daemon answers on %s/" STATUS_SOCK_NAME " (is it running "
+		     "with --state-dir %s?)\n", state_dir, state_dir);
 		return 1;
 	}
-	pid = json_object_get_int(json_object_object_get(s, "pid"));
-	if (!pid_alive(pid)) {
-		elog("daemon status: not running (%s is from pid %d, which is gone)\n", path, pid);
+	if (err) {
+		elog("daemon status: %s/" STATUS_SOCK_NAME ": %s%s\n", state_dir,
+		     err == -EACCES ? "permission denied" : strerror(-err),
+		     err == -EACCES ? " (the status is for root only: run it as root)" : "");
+		return 1;
+	}
+	if (!strncmp(text, STATUS_SOCK_REFUSED, strlen(STATUS_SOCK_REFUSED))) {
+		elog("daemon status: %s", text + strlen(STATUS_SOCK_REFUSED));
+		free(text);
+		return 1;
+	}
+	s = json_tokener_parse(text);
+	free(text);
+	if (!json_object_is_type(s, json_type_object)) {
+		elog("daemon status: %s/" STATUS_SOCK_NAME ": the answer is not a status (a daemon "
+		     "of another version?)\n", state_dir);
 		json_object_put(s);
 		return 1;
 	}
+	pid = json_object_get_int(json_object_object_get(s, "pid"));
 	if (json) {
 		printf("%s\n", json_object_to_json_string_ext(s, JSON_C_TO_STRING_PLAIN |
 							       JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -1773,7 +1938,8 @@ static const char usage[] =
 	"      --rules-dir DIR     drop-in rules (default: rules.d beside FILE)\n"
 	"      --check-config FILE validate FILE and its drop-ins, print every error with its\n"
 	"                          file and line, exit 2 if any\n"
-	"      --state-dir DIR     status.json for `ptbpf daemon status` (default " DEFAULT_STATE_DIR ")\n"
+	"      --state-dir DIR     the status socket (root only) and the capture children's\n"
+	"                          work files (default " DEFAULT_STATE_DIR ")\n"
 	"      --json              status: the state as one JSON object\n"
 	"  -h, --help              this text\n"
 	"\n"
@@ -1830,9 +1996,20 @@ static int run_daemon(struct daemon *d)
 	err = ensure_state_dir(d->state_dir);
 	if (err)
 		goto out_cfg;
-	err = spool__open(c->spool_dir, c->spool_max_bytes, c->spool_max_files, &d->spool);
-	if (err)
+	d->status_fd = status_sock__listen(d->state_dir);
+	if (d->status_fd < 0) {
+		err = d->status_fd;
+		dlog_event("error", NULL, "start", NULL, "status socket %s/" STATUS_SOCK_NAME ": %s",
+			   d->state_dir, err == -EADDRINUSE ? "another ptbpf daemon runs on this "
+			   "state directory (stop it, or give --state-dir)" : strerror(-err));
 		goto out_cfg;
+	}
+	err = spool__open(c->spool_dir, c->spool_max_bytes, c->spool_max_files, &d->spool);
+	if (err) {
+		status_sock__close(d->status_fd, d->state_dir);
+		d->status_fd = -1;
+		goto out_cfg;
+	}
 	/* what a killed instance left: its capture children's files, tracefs probes */
 	snprintf(work, sizeof(work), "%s/" WORK_DIR, d->state_dir);
 	rm_tree(work);
@@ -1851,6 +2028,18 @@ static int run_daemon(struct daemon *d)
 		goto out;
 	}
 	d->cfg = NULL;
+	err = decode_worker__new(c->decode_cpu_share, &d->decoder);
+	if (!err) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &d->decoder };
+
+		err = epoll_ctl(d->epfd, EPOLL_CTL_ADD, decode_worker__fd(d->decoder), &ev) ?
+		      -errno : 0;
+	}
+	if (err) {
+		dlog_event("error", NULL, "start", NULL, "cannot start the decode worker: %s",
+			   strerror(-err));
+		goto out;
+	}
 	apply_config(d, c);
 	c = NULL;
 	watch_config(d);
@@ -1881,6 +2070,10 @@ out:
 	/* stop every capture child first (each lets its target go), then wait for all */
 	for (i = 0; i < d->nr_rules; i++)
 		stop_child(d->rules[i], false);
+	/* the capture being decoded finishes at full speed; every one decoding is spooled */
+	decode_worker__stop(d->decoder);
+	if (d->decoder)
+		decodes_done(d);
 	for (i = 0; i < d->nr_rules; i++) {
 		disarm_rule(d, d->rules[i]);
 		rule_free(d->rules[i]);
@@ -1888,17 +2081,16 @@ out:
 	free(d->rules);
 	d->rules = NULL;
 	d->nr_rules = 0;
+	decode_worker__free(d->decoder);
+	d->decoder = NULL;
 	uploader__free(d->uploader);
 	upload_config_clear(&d->upload);
 	metrics_server__stop(d->http);
 	free(d->http_listen);
-	if (d->cfg) {
-		char p[PATH_MAX];
-
-		snprintf(p, sizeof(p), "%s/status.json", d->state_dir);
-		unlink(p);
+	status_sock__close(d->status_fd, d->state_dir);
+	d->status_fd = -1;
+	if (d->cfg)
 		rm_tree(work);
-	}
 	spool__free(d->spool);
 	close_fds(d);
 out_cfg:
@@ -1919,7 +2111,7 @@ int cmd_daemon(int argc, char **argv)
 		{},
 	};
 	struct daemon d = {
-		.epfd = -1, .sfd = -1, .tfd = -1, .rfd = -1, .ifd = -1, .stats_fd = -1,
+		.epfd = -1, .sfd = -1, .tfd = -1, .rfd = -1, .ifd = -1, .stats_fd = -1, .status_fd = -1,
 		.cfg_wd = -1, .rules_wd = -1,
 	};
 	const char *check = NULL;

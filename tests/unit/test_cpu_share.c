@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * cpu_share (user/daemon/cpu_share.h): a thread that only burns CPU, with no call that
+ * could yield, is held to its share of a core. The bound is an upper one, so a busy
+ * host (which gives the thread less) cannot make it fail: CPU / wall <= share, with one
+ * unpaced quantum of slack.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+#include <cmocka.h>
+
+#include "cpu_share.h"
+
+#define BURN_CPU_NS 200000000ull	/* 200 ms of CPU */
+
+struct burn {
+	double share;
+	struct cpu_share cs;
+	uint64_t wall_ns;
+	int err;
+	volatile uint64_t sink;
+};
+
+static uint64_t now_ns(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static void *burn_thread(void *arg)
+{
+	struct burn *b = arg;
+	uint64_t t0 = now_ns(CLOCK_MONOTONIC), c0, i = 0;
+
+	b->err = cpu_share__start(&b->cs, b->share);
+	if (b->err)
+		return NULL;
+	c0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+	/* pure computation: the decoder's case, with no place to yield from */
+	while (now_ns(CLOCK_THREAD_CPUTIME_ID) - c0 < BURN_CPU_NS)
+		for (int k = 0; k < 10000; k++)
+			b->sink += ++i * 2654435761u;
+	cpu_share__stop(&b->cs);
+	b->wall_ns = now_ns(CLOCK_MONOTONIC) - t0;
+	return NULL;
+}
+
+static void run_burn(struct burn *b)
+{
+	pthread_t th;
+
+	assert_int_equal(pthread_create(&th, NULL, burn_thread, b), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(b->err, 0);
+}
+
+static void test_share_holds(void **state)
+{
+	struct burn b = { .share = 0.2 };
+	double used;
+
+	(void)state;
+	run_burn(&b);
+	used = (double)b.cs.cpu_ns / b.wall_ns;
+	printf("share 0.20: %.0f ms CPU in %.0f ms (%.3f of a core), paused %.0f ms\n",
+	       b.cs.cpu_ns / 1e6, b.wall_ns / 1e6, used, b.cs.slept_ns / 1e6);
+	assert_true(b.cs.cpu_ns >= BURN_CPU_NS);
+	/* every quantum but the last is paced: cpu <= share * wall + one quantum */
+	assert_true(b.cs.cpu_ns <= 0.2 * b.wall_ns + CPU_SHARE_QUANTUM_NS);
+	assert_true(b.cs.slept_ns > 0);
+}
+
+static void test_full_share_never_pauses(void **state)
+{
+	struct burn b = { .share = 1.0 };
+
+	(void)state;
+	run_burn(&b);
+	printf("share 1: %.0f ms CPU in %.0f ms, paused %.0f ms\n", b.cs.cpu_ns / 1e6,
+	       b.wall_ns / 1e6, b.cs.slept_ns / 1e6);
+	assert_int_equal(b.cs.slept_ns, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_share_holds),
+		cmocka_unit_test(test_full_share_never_pauses),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* A thread held to a share of one core (cpu_share.h). */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cpu_share.h"
+
+/* The realtime signal the CPU-clock timer sends to the held thread. */
+#define CPU_SHARE_SIGNAL (SIGRTMIN + 3)
+
+static __thread struct cpu_share *held;
+
+static uint64_t clock_ns(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/*
+ * A quantum of CPU is used up: sleep until the quantum has lasted QUANTUM / share of
+ * wall time. clock_gettime() and nanosleep() are async-signal-safe.
+ */
+static void on_quantum(int sig, siginfo_t *si, void *uc)
+{
+	struct cpu_share *cs = held;
+	uint64_t now, due, start;
+	int saved = errno;
+
+	(void)sig;
+	(void)si;
+	(void)uc;
+	if (!cs)
+		return;
+	now = clock_ns(CLOCK_MONOTONIC);
+	start = cs->quantum_wall_ns;
+	if (cs->share > 0 && cs->share < 1) {
+		due = start + (uint64_t)(CPU_SHARE_QUANTUM_NS / cs->share);
+		while (now < due && cs->share < 1) {
+			uint64_t left = due - now;
+			struct timespec ts = { left / 1000000000ull, left % 1000000000ull };
+
+			nanosleep(&ts, NULL);
+			cs->slept_ns += clock_ns(CLOCK_MONOTONIC) - now;
+			now = clock_ns(CLOCK_MONOTONIC);
+		}
+	}
+	cs->quantum_wall_ns = now;
+	errno = saved;
+}
+
+int cpu_share__start(struct cpu_share *cs, double share)
+{
+	struct sigaction sa = { .sa_sigaction = on_quantum, .sa_flags = SA_SIGINFO | SA_RESTART };
+	struct sigevent sev = { .sigev_notify = SIGEV_THREAD_ID, .sigev_signo = CPU_SHARE_SIGNAL };
+	struct itimerspec its = {
+		.it_value = { 0, CPU_SHARE_QUANTUM_NS },
+		.it_interval = { 0, CPU_SHARE_QUANTUM_NS },
+	};
+	sigset_t set;
+
+	memset(cs, 0, sizeof(*cs));
+	cs->share = share > 0 && share <= 1 ? share : 1;
+	cs->cpu_start_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	cs->quantum_wall_ns = clock_ns(CLOCK_MONOTONIC);
+	if (sigaction(CPU_SHARE_SIGNAL, &sa, NULL))
+		return -errno;
+	sev._sigev_un._tid = syscall(SYS_gettid);
+	if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &cs->timer))
+		return -errno;
+	held = cs;
+	sigemptyset(&set);
+	sigaddset(&set, CPU_SHARE_SIGNAL);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	if (timer_settime(cs->timer, 0, &its, NULL)) {
+		int err = -errno;
+
+		timer_delete(cs->timer);
+		held = NULL;
+		return err;
+	}
+	cs->armed = 1;
+	return 0;
+}
+
+void cpu_share__set(struct cpu_share *cs, double share)
+{
+	cs->share = share > 0 && share <= 1 ? share : 1;
+}
+
+void cpu_share__stop(struct cpu_share *cs)
+{
+	if (cs->armed) {
+		timer_delete(cs->timer);
+		cs->armed = 0;
+	}
+	held = NULL;
+	cs->cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - cs->cpu_start_ns;
+}
