@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #
-# Budgets under a storm: a rule on a function called up to 100,000 times a second for 10 s
-# (a uprobe's trap limits it to ~30,000/s on our VM),
-# with max_per_hour: 3, gives exactly 3 fires recorded and counts every other hit as
-# suppressed (budget), enforced in the kernel: the daemon's own CPU stays under 5 % of
-# one core over the storm (measured from /proc, printed). The rule is events-only: the
-# capture rules' budget is the same code (budget_check) after a capture child's fire,
-# and a singlestep target runs ~1000x slower, so it makes no storm.
+# Budgets under a storm: a rule on a function called 100,000 times a second for 10 s
+# (two processes of the binary asking 60,000/s each; the rate reached is measured and
+# must be at least 95,000/s), with max_per_hour: 3, gives exactly 3 fires recorded and
+# counts every other hit as suppressed (budget), enforced in the kernel; the daemon's own
+# CPU stays under 5 % of one core over the storm (measured from /proc, printed). hot()
+# starts with a 5-byte NOP, which Linux 6.17+ turns from a uprobe trap into a call of
+# its uprobe trampoline: that is what makes 10^5 hits a second fit on a loaded 2-core VM
+# (a trap costs ~20 us here). The rule is events-only: the capture rules' budget is the
+# same code (budget_check) after a capture child's fire, and a singlestep target runs
+# ~1000x slower, so it makes no storm.
 . "$(dirname "$0")/daemon_common.inc"
 
 base_config "rules:
@@ -21,17 +24,26 @@ ticks() { awk '{ print $14 + $15 }' "/proc/$DPID/stat"; }
 hz=$(getconf CLK_TCK)
 c0=$(ticks)
 t0=$(date +%s.%N)
-"$SERVER" -r 100000 -s 10 >"$TMP/storm.out" || fail "the storm server failed"
+"$SERVER" -r 60000 -s 10 >"$TMP/storm.1" &
+s1=$!
+"$SERVER" -r 60000 -s 10 >"$TMP/storm.2" &
+s2=$!
+PIDS+=("$s1" "$s2")
+wait "$s1" || fail "storm server 1 failed"
+wait "$s2" || fail "storm server 2 failed"
 t1=$(date +%s.%N)
 c1=$(ticks)
-calls=$(awk '$1 == "calls" { print $2 }' "$TMP/storm.out")
-cpu=$(awk -v a="$c0" -v b="$c1" -v hz="$hz" -v t0="$t0" -v t1="$t1" \
-	'BEGIN { printf "%.2f", 100 * (b - a) / hz / (t1 - t0) }')
-echo "storm: $calls calls of hot() in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s; daemon CPU $cpu % of one core"
+calls=$(awk '$1 == "calls" { n += $2 } END { print n }' "$TMP/storm.1" "$TMP/storm.2")
+srv_cpu=$(awk '$1 == "cpu_s" { n += $2 } END { print n }' "$TMP/storm.1" "$TMP/storm.2")
+secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+rate=$(awk -v c="$calls" -v s="$secs" 'BEGIN { printf "%d", c / s }')
+cpu=$(awk -v a="$c0" -v b="$c1" -v hz="$hz" -v s="$secs" \
+	'BEGIN { printf "%.2f", 100 * (b - a) / hz / s }')
+echo "storm: $calls calls of hot() in $secs s = $rate calls/s (2 processes); their CPU $srv_cpu s" \
+	"($(awk -v c="$srv_cpu" -v n="$calls" 'BEGIN { printf "%.2f", 1e6 * c / n }') us per call with its probe hit)"
+echo "daemon CPU over the storm: $cpu % of one core"
 awk -v c="$cpu" 'BEGIN { exit !(c < 5) }' || fail "the daemon used $cpu % of a core (limit 5 %)"
-# Each uprobe hit is a trap: ~30 us on this VM, so the server reaches ~30,000 calls/s
-# under the probe rather than the 100,000 it asks for; still a storm.
-[ "$calls" -ge 100000 ] || fail "only $calls calls: no storm"
+[ "$rate" -ge 95000 ] || fail "the storm reached only $rate calls/s, not ~100,000 (load: $(cut -d' ' -f1-3 /proc/loadavg))"
 
 publish_wait
 publish_wait

@@ -23,13 +23,14 @@ static uint64_t clock_ns(clockid_t c)
 }
 
 /*
- * A quantum of CPU is used up: sleep until the quantum has lasted QUANTUM / share of
- * wall time. clock_gettime() and nanosleep() are async-signal-safe.
+ * About a quantum of CPU is used up (the kernel checks CPU-clock timers at its ticks, so
+ * it may be a tick more): sleep until the CPU used since the last check is `share` of
+ * the wall time since then. clock_gettime() and nanosleep() are async-signal-safe.
  */
 static void on_quantum(int sig, siginfo_t *si, void *uc)
 {
 	struct cpu_share *cs = held;
-	uint64_t now, due, start;
+	uint64_t now, due, cpu;
 	int saved = errno;
 
 	(void)sig;
@@ -38,9 +39,9 @@ static void on_quantum(int sig, siginfo_t *si, void *uc)
 	if (!cs)
 		return;
 	now = clock_ns(CLOCK_MONOTONIC);
-	start = cs->quantum_wall_ns;
+	cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	if (cs->share > 0 && cs->share < 1) {
-		due = start + (uint64_t)(CPU_SHARE_QUANTUM_NS / cs->share);
+		due = cs->quantum_wall_ns + (uint64_t)((cpu - cs->quantum_cpu_ns) / cs->share);
 		while (now < due && cs->share < 1) {
 			uint64_t left = due - now;
 			struct timespec ts = { left / 1000000000ull, left % 1000000000ull };
@@ -51,6 +52,7 @@ static void on_quantum(int sig, siginfo_t *si, void *uc)
 		}
 	}
 	cs->quantum_wall_ns = now;
+	cs->quantum_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	errno = saved;
 }
 
@@ -67,7 +69,9 @@ int cpu_share__start(struct cpu_share *cs, double share)
 	memset(cs, 0, sizeof(*cs));
 	cs->share = share > 0 && share <= 1 ? share : 1;
 	cs->cpu_start_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-	cs->quantum_wall_ns = clock_ns(CLOCK_MONOTONIC);
+	cs->quantum_cpu_ns = cs->cpu_start_ns;
+	cs->wall_start_ns = clock_ns(CLOCK_MONOTONIC);
+	cs->quantum_wall_ns = cs->wall_start_ns;
 	if (sigaction(CPU_SHARE_SIGNAL, &sa, NULL))
 		return -errno;
 	sev._sigev_un._tid = syscall(SYS_gettid);
@@ -101,4 +105,5 @@ void cpu_share__stop(struct cpu_share *cs)
 	}
 	held = NULL;
 	cs->cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - cs->cpu_start_ns;
+	cs->wall_ns = clock_ns(CLOCK_MONOTONIC) - cs->wall_start_ns;
 }

@@ -3,8 +3,10 @@
  * Holds one thread to a share of one core, whatever code it runs (the decoder has no
  * hooks to yield from): a timer on the thread's own CPU clock (CLOCK_THREAD_CPUTIME_ID)
  * interrupts it after every QUANTUM of CPU, and the signal handler, running in that
- * thread, sleeps until the quantum's wall time is QUANTUM / share. Over any stretch of
- * quanta the thread then uses at most `share` of a core (less on a busy host).
+ * thread, sleeps until the CPU used since the last check is `share` of the wall time
+ * since then. Over any stretch of checks the thread then uses at most `share` of a core
+ * (less on a busy host); only the CPU after the last check (a quantum and a kernel tick
+ * at most) is unpaced.
  *
  *	cpu_share__start(&cs, 0.25);	in the thread to hold
  *	... any work ...
@@ -24,10 +26,11 @@ struct cpu_share {
 	volatile double share;		/* (0, 1]; 1: no pauses (set from another thread) */
 	timer_t timer;
 	int armed;
-	uint64_t cpu_start_ns;		/* thread CPU clock at start */
-	uint64_t quantum_wall_ns;	/* CLOCK_MONOTONIC at the current quantum's start */
+	uint64_t cpu_start_ns, wall_start_ns;	/* thread CPU clock, CLOCK_MONOTONIC at start */
+	uint64_t quantum_cpu_ns, quantum_wall_ns;	/* the same at the last check */
 	/* results (valid after stop; slept_ns grows while running) */
 	uint64_t cpu_ns;		/* CPU the thread used between start and stop */
+	uint64_t wall_ns;		/* time between start and stop */
 	volatile uint64_t slept_ns;	/* time it was paused to keep its share */
 };
 

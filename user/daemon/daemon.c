@@ -937,12 +937,12 @@ static void decodes_done(struct daemon *d)
 			struct json_object *o = json_object_new_object();
 
 			add_u64(o, "cpu_ns", job->cpu_ns);
-			add_u64(o, "wall_ns", job->stats.seconds * 1e9);
+			add_u64(o, "wall_ns", job->wall_ns);
 			add_u64(o, "paused_ns", job->paused_ns);
 			json_object_object_add(o, "cpu_share", json_object_new_double(job->share));
 			dlog_event("info", pc->rule, "decoded", o, "decoded %s: %.1f ms of CPU in "
 				   "%.1f ms (share %.2f of a core)", pc->name, job->cpu_ns / 1e6,
-				   job->stats.seconds * 1e3, job->share);
+				   job->wall_ns / 1e6, job->share);
 		}
 		spool_capture(d, pc, !job->err);
 	}

@@ -98,6 +98,7 @@ static void *worker_main(void *arg)
 		w->cpu_ns += cs.cpu_ns;
 		w->paused_ns += cs.slept_ns;
 		job->cpu_ns = cs.cpu_ns;
+		job->wall_ns = cs.wall_ns;
 		job->paused_ns = cs.slept_ns;
 		job->share = cs.share;
 		if (job->err)

@@ -25,8 +25,9 @@ struct decode_job {
 	const char *output;		/* FXT path */
 	void *ctx;			/* the submitter's */
 	int err;			/* result: 0, -errno, -ECANCELED (stopped first) */
-	struct decode_stats stats;	/* stats.seconds: the decode's wall time */
-	uint64_t cpu_ns, paused_ns;	/* its CPU, and the pauses that held it to the share */
+	struct decode_stats stats;
+	uint64_t cpu_ns, wall_ns;	/* the decode's CPU and wall time, */
+	uint64_t paused_ns;		/* and the pauses in it that held it to the share */
 	double share;			/* the share it ran under */
 };
 
