@@ -60,6 +60,21 @@ const volatile __u32 kinds[MAX_TRIGGERS] = {};	/* enum trigger_kind per index */
 const volatile __u64 thresh_ns[MAX_TRIGGERS] = {}; /* latency triggers: threshold */
 const volatile __s32 syscall_nrs[MAX_TRIGGERS] = {}; /* syscall triggers: nr, -1 = any */
 
+/*
+ * The daemon's trigger plane (user/triggers.h, triggers__new_plane): one object for all
+ * its rules, trigger i being rule i with a process, nth, budget and cooldown of its own
+ * in place of the run-wide ones above (warmup and once_per_arm do not apply).
+ */
+const volatile bool per_index = false;
+const volatile __u32 idx_tgid[MAX_TRIGGERS] = {};	/* 0: any process */
+const volatile __u64 idx_nth[MAX_TRIGGERS] = {};	/* fire from the Nth qualifying hit on */
+const volatile __u64 idx_cooldown_ns[MAX_TRIGGERS] = {};
+/* Fires allowed (0: no limit); written by the loader, which also clears idx_slots (a new hour). */
+__u64 idx_max[MAX_TRIGGERS] = {};
+__u64 idx_slots[MAX_TRIGGERS] = {};
+__u64 idx_seq[MAX_TRIGGERS] = {};
+__u64 idx_last_fire_ns[MAX_TRIGGERS] = {};	/* the loader may set it (a cooldown running on) */
+
 /* Written by the loader once everything is attached; warmup counts from here. */
 __u64 armed_ns = 0;
 /* once_per_arm: a fire since the last arming (cleared by the loader). */
@@ -264,37 +279,9 @@ struct cand {
  * from the Nth on they fire, up to max_fires.
  * Returns 1 if it fired.
  */
-static __noinline int try_fire(struct cand *c)
+static __always_inline int emit_fire(struct cand *c, __u32 i, __u64 seq)
 {
 	struct trigger_rec *rec;
-	__u32 i = c->index;
-	__u64 seq, slot, last;
-
-	if (i >= MAX_TRIGGERS)
-		return 0;
-	if (warmup_ns && (!armed_ns || (__s64)(c->now - armed_ns) < (__s64)warmup_ns))
-		goto suppress;
-	last = last_fire_ns;
-	if (cooldown_ns && last && (__s64)(c->now - last) < (__s64)cooldown_ns)
-		goto suppress;
-	if (once_per_arm && disarmed)
-		goto suppress;
-
-	__sync_fetch_and_add(&qualifying[i], 1);
-	seq = fetch_add(&seq_counter, 1) + 1;
-	if (seq < nth)
-		goto suppress;
-	/* two CPUs may get here at once: one of them fires */
-	if (once_per_arm && test_and_set(&disarmed))
-		goto suppress;
-	/* the same for the cooldown: the CPU that moves last_fire_ns on from `last` fires */
-	if (!cooldown_ns)
-		last_fire_ns = c->now;
-	else if (cmpxchg(&last_fire_ns, last, c->now) != last)
-		goto suppress;
-	slot = fetch_add(&fire_slots, 1);
-	if (max_fires && slot >= max_fires)
-		goto suppress;
 
 	__sync_fetch_and_add(&fired[i], 1);
 	rec = bpf_ringbuf_reserve(&rb, sizeof(*rec), 0);
@@ -323,6 +310,69 @@ static __noinline int try_fire(struct cand *c)
 		bpf_get_current_comm(rec->comm, sizeof(rec->comm));
 	bpf_ringbuf_submit(rec, 0);
 	return 1;
+}
+
+/* The plane's conditions (per_index): trigger i's own process, cooldown, nth and budget. */
+static __always_inline int try_fire_index(struct cand *c, __u32 i)
+{
+	__u64 seq, slot, last, cooldown = idx_cooldown_ns[i];
+
+	if (idx_tgid[i] && c->pid != idx_tgid[i])
+		return 0;	/* not this rule's process: not a hit of it */
+	last = idx_last_fire_ns[i];
+	if (cooldown && last && (__s64)(c->now - last) < (__s64)cooldown)
+		goto suppress;
+	__sync_fetch_and_add(&qualifying[i], 1);
+	seq = fetch_add(&idx_seq[i], 1) + 1;
+	if (seq < idx_nth[i])
+		goto suppress;
+	if (!cooldown)
+		idx_last_fire_ns[i] = c->now;
+	else if (cmpxchg(&idx_last_fire_ns[i], last, c->now) != last)
+		goto suppress;
+	slot = fetch_add(&idx_slots[i], 1);
+	if (idx_max[i] && slot >= idx_max[i])
+		goto suppress;
+	return emit_fire(c, i, seq);
+
+suppress:
+	__sync_fetch_and_add(&suppressed[i], 1);
+	return 0;
+}
+
+static __noinline int try_fire(struct cand *c)
+{
+	__u32 i = c->index;
+	__u64 seq, slot, last;
+
+	if (i >= MAX_TRIGGERS)
+		return 0;
+	if (per_index)
+		return try_fire_index(c, i);
+	if (warmup_ns && (!armed_ns || (__s64)(c->now - armed_ns) < (__s64)warmup_ns))
+		goto suppress;
+	last = last_fire_ns;
+	if (cooldown_ns && last && (__s64)(c->now - last) < (__s64)cooldown_ns)
+		goto suppress;
+	if (once_per_arm && disarmed)
+		goto suppress;
+
+	__sync_fetch_and_add(&qualifying[i], 1);
+	seq = fetch_add(&seq_counter, 1) + 1;
+	if (seq < nth)
+		goto suppress;
+	/* two CPUs may get here at once: one of them fires */
+	if (once_per_arm && test_and_set(&disarmed))
+		goto suppress;
+	/* the same for the cooldown: the CPU that moves last_fire_ns on from `last` fires */
+	if (!cooldown_ns)
+		last_fire_ns = c->now;
+	else if (cmpxchg(&last_fire_ns, last, c->now) != last)
+		goto suppress;
+	slot = fetch_add(&fire_slots, 1);
+	if (max_fires && slot >= max_fires)
+		goto suppress;
+	return emit_fire(c, i, seq);
 
 suppress:
 	__sync_fetch_and_add(&suppressed[i], 1);
@@ -353,8 +403,9 @@ static __always_inline int tp_ret(int fire)
  * ... uprobe_hit_15), as a constant in its code instead of an attach cookie (5.15).
  */
 #define FOR_EACH_TRIGGER(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) \
-			    X(12) X(13) X(14) X(15)
-_Static_assert(MAX_TRIGGERS == 16, "FOR_EACH_TRIGGER names every trigger index");
+			    X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21) \
+			    X(22) X(23) X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31)
+_Static_assert(MAX_TRIGGERS == 32, "FOR_EACH_TRIGGER names every trigger index");
 
 /* An entry probe hit (uprobe, kprobe, USDT): trigger `index`, with two arguments. */
 static __always_inline int entry_hit(struct pt_regs *ctx, __u32 kind, __u64 index,
@@ -416,6 +467,10 @@ static __always_inline int uprobe_entry(struct pt_regs *ctx, __u32 index)
 	__u32 d;
 
 	if (!in_scope(id >> 32))
+		return 0;
+	/* the plane: only the rule's own process's calls are worth timing */
+	if (per_index && idx_tgid[index & (MAX_TRIGGERS - 1)] &&
+	    idx_tgid[index & (MAX_TRIGGERS - 1)] != (__u32)(id >> 32))
 		return 0;
 	key.index = index;
 	st = bpf_map_lookup_elem(&calls, &key);
@@ -573,18 +628,32 @@ static __always_inline int runq_qualify(__u64 start, __u32 next_tid, __u32 next_
 {
 	struct cand c = {};
 	__u32 i = runq_index & (MAX_TRIGGERS - 1);
+	int fire = 0;
 
 	c.now = bpf_ktime_get_ns();
 	c.latency_ns = c.now - start;
-	__sync_fetch_and_add(&hits[i], 1);
-	if (c.latency_ns <= thresh_ns[i])
-		return 0;
-	c.index = i;
 	c.kind = TRIGGER_RUNQ_LATENCY;
 	c.pid = next_tgid;
 	c.tid = next_tid;
 	c.aux = prev_tid;
 	c.comm = next_comm;
+	if (per_index) {
+		/* the plane may hold several run-queue rules: each has its threshold */
+		for (i = 0; i < MAX_TRIGGERS; i++) {
+			if (kinds[i] != TRIGGER_RUNQ_LATENCY)
+				continue;
+			__sync_fetch_and_add(&hits[i], 1);
+			if (c.latency_ns <= thresh_ns[i])
+				continue;
+			c.index = i;
+			fire |= try_fire(&c);
+		}
+		return fire;
+	}
+	__sync_fetch_and_add(&hits[i], 1);
+	if (c.latency_ns <= thresh_ns[i])
+		return 0;
+	c.index = i;
 	return try_fire(&c);
 }
 
@@ -743,6 +812,7 @@ static __always_inline int sys_exit_common(long ret)
 	struct sys_entry *e;
 	struct cand c = {};
 	__u32 tid = (__u32)id, i;
+	int fire = 0, r;
 	__u64 now;
 
 	if (!in_scope(id >> 32))
@@ -771,9 +841,12 @@ static __always_inline int sys_exit_common(long ret)
 		c.pid = id >> 32;
 		c.tid = tid;
 		c.now = now;
-		return try_fire(&c);
+		r = try_fire(&c);
+		if (!per_index)
+			return r;
+		fire |= r;	/* the plane: every syscall rule sees the call */
 	}
-	return 0;
+	return fire;
 }
 
 SEC("tp_btf/sys_enter")

@@ -7,8 +7,11 @@
 #ifndef PTBPF_TRIGGER_ABI_H
 #define PTBPF_TRIGGER_ABI_H
 
-/* Most triggers on one command line. */
-#define MAX_TRIGGERS 16
+/*
+ * Most triggers on one command line, and rules in the daemon's trigger plane (a power
+ * of two: the BPF side masks indexes with it).
+ */
+#define MAX_TRIGGERS 32
 
 /* Latency uprobes: nested entries (recursion) remembered per thread and trigger. */
 #define TRIGGER_MAX_DEPTH 8

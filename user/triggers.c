@@ -92,6 +92,7 @@ struct triggers {
 	bool tracefs_mounted;		/* by us: unmounted by triggers__free() */
 	char group[32];			/* tracefs group of our probes: ptbpf_<pid> */
 	struct symbols *ksyms;		/* /proc/kallsyms, for kprobe fires; NULL if none */
+	const struct trigger_scope *scopes;	/* the plane's, per index (NULL: one run) */
 };
 
 static int make_gates(struct triggers *t);
@@ -807,6 +808,14 @@ static int configure(struct triggers *t, const struct capture_opts *o)
 		}
 	}
 	autoload(t->skel->progs.spawn_exec, t->spawn_tgid);
+	if (t->scopes) {
+		ro->per_index = true;
+		for (i = 0; i < t->nr; i++) {
+			ro->idx_tgid[i] = t->scopes[i].tgid > 0 ? t->scopes[i].tgid : 0;
+			ro->idx_nth[i] = t->scopes[i].nth ? t->scopes[i].nth : 1;
+			ro->idx_cooldown_ns[i] = t->scopes[i].cooldown_ns;
+		}
+	}
 	return 0;
 }
 
@@ -853,8 +862,8 @@ static int load_kernel_symbols(struct triggers *t)
 	return 0;
 }
 
-int triggers__new(const struct capture_opts *o, pid_t tgid, enum trigger_attach_mode mode,
-		  struct triggers **out)
+static int triggers_new(const struct capture_opts *o, pid_t tgid, enum trigger_attach_mode mode,
+			const struct trigger_scope *scopes, struct triggers **out)
 {
 	struct triggers *t;
 	int i, err, runq = 0;
@@ -869,6 +878,7 @@ int triggers__new(const struct capture_opts *o, pid_t tgid, enum trigger_attach_
 	if (!t)
 		return -ENOMEM;
 	t->mode = mode;
+	t->scopes = scopes;
 	t->tgid = o->system_wide ? 0 : tgid;
 	t->spawn_tgid = o->cmd ? tgid : 0;
 	t->nr = o->nr_triggers;
@@ -890,7 +900,7 @@ int triggers__new(const struct capture_opts *o, pid_t tgid, enum trigger_attach_
 	}
 
 	for (i = 0; i < t->nr; i++) {
-		if (o->triggers[i].kind == TRIGGER_RUNQ_LATENCY && runq++) {
+		if (o->triggers[i].kind == TRIGGER_RUNQ_LATENCY && runq++ && !scopes) {
 			elog("only one run-queue latency trigger (--latency-over without --uprobe)\n");
 			err = -EINVAL;
 			goto cleanup;
@@ -922,6 +932,9 @@ int triggers__new(const struct capture_opts *o, pid_t tgid, enum trigger_attach_
 		     "log)\n", strerror(-err));
 		goto cleanup;
 	}
+	for (i = 0; scopes && i < t->nr; i++)
+		t->skel->bss->idx_max[i] = scopes[i].max;
+	t->scopes = NULL;	/* the caller's: not kept past this call */
 	t->rb = ring_buffer__new(bpf_map__fd(t->skel->maps.rb), ringbuf_sample, t, NULL);
 	if (!t->rb) {
 		err = -errno;
@@ -943,6 +956,33 @@ int triggers__new(const struct capture_opts *o, pid_t tgid, enum trigger_attach_
 cleanup:
 	triggers__free(t);
 	return err;
+}
+
+int triggers__new(const struct capture_opts *o, pid_t tgid, enum trigger_attach_mode mode,
+		  struct triggers **out)
+{
+	return triggers_new(o, tgid, mode, NULL, out);
+}
+
+int triggers__new_plane(const struct capture_opts *o, const struct trigger_scope *scopes,
+			struct triggers **out)
+{
+	if (!o || !scopes || !o->system_wide || o->nr_triggers < 1)
+		return -EINVAL;
+	return triggers_new(o, 0, TRIGGER_ATTACH_LINKS, scopes, out);
+}
+
+int triggers__set_index_budget(struct triggers *t, int index, __u64 max, __u64 used,
+			       __u64 last_fire_ns)
+{
+	if (!t || !t->skel || index < 0 || index >= t->nr)
+		return -EINVAL;
+	__atomic_store_n(&t->skel->bss->idx_max[index], max, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->skel->bss->idx_slots[index], used, __ATOMIC_RELAXED);
+	if (last_fire_ns)
+		__atomic_store_n(&t->skel->bss->idx_last_fire_ns[index], last_fire_ns,
+				 __ATOMIC_RELEASE);
+	return 0;
 }
 
 int triggers__check(const struct capture_opts *o)

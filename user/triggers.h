@@ -93,6 +93,29 @@ int triggers__new(const struct capture_opts *opts, pid_t tgid, enum trigger_atta
 		  struct triggers **out);
 
 /*
+ * The daemon's trigger plane: one object for many rules, trigger i of `opts` (which must
+ * be opts->system_wide) being rule i, with its own process, nth, cooldown and budget
+ * (per-index conditions in the kernel, bpf/trigger.bpf.c; opts' run-wide nth, max,
+ * cooldown, warmup do not apply). Several run-queue and syscall triggers may share it.
+ * Links mode; then triggers__attach() as usual; rec->index names the rule.
+ */
+struct trigger_scope {
+	pid_t tgid;		/* the rule's process, 0: any */
+	__u64 nth;		/* fire from its Nth qualifying hit on (0 or 1: the first) */
+	__u64 max;		/* fires allowed until triggers__set_index_budget(); 0: no limit */
+	__u64 cooldown_ns;
+};
+int triggers__new_plane(const struct capture_opts *opts, const struct trigger_scope *scopes,
+			struct triggers **out);
+/*
+ * A plane rule's budget: `max` fires (0 = no limit) of which `used` are spent (a new
+ * hour: 0) and, when not 0, the CLOCK_MONOTONIC ns of its last fire, from which its
+ * cooldown runs.
+ */
+int triggers__set_index_budget(struct triggers *t, int index, __u64 max, __u64 used,
+			       __u64 last_fire_ns);
+
+/*
  * Resolve every trigger of `opts` (binaries, symbols, syscalls, tracepoints) without
  * loading anything: what triggers__new() would refuse in the input, said the same way.
  * For checking a configuration ahead of time (the daemon's rules).

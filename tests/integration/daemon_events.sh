@@ -51,6 +51,9 @@ echo "runq-feed: $(grep -c '"rule":"runq-feed","event":"fire"' "$LOG") events, a
 
 publish_wait
 publish_wait
+# one write of the textfile: fires and events keep coming while the test reads
+cp "$PROM/ptbpf.prom" "$TMP/snapshot.prom"
+METRICS=$TMP/snapshot.prom
 [ "$(metric 'ptbpf_rules{state="armed"}')" = 2 ] || fail "armed rules"
 [ "$(metric 'ptbpf_rules{state="unavailable"}')" = 1 ] || fail "unavailable rules"
 u=$(metric 'ptbpf_captures_suppressed_total{rule="pt-only",reason="backend_unavailable"}')

@@ -2,14 +2,16 @@
 /*
  * `ptbpf daemon`: the fleet agent. Loads the rules (config.c), arms them, and captures
  * only when a rule fires, within its budgets, into the spool (spool.c). One loop (epoll)
- * serves the fires of the events-only rules (their BPF ring buffers), the captures the
- * capture children write, signals (SIGHUP reload, SIGTERM/SIGINT stop, SIGCHLD),
- * changes in the configuration directory (inotify), and a 1 s tick for budgets, the
- * metrics and the systemd watchdog; `ptbpf daemon status` asks over the status socket.
+ * serves the fires of the events-only rules (the trigger plane's ring buffer), the
+ * captures the capture children write and the decode worker decodes, signals (SIGHUP
+ * reload, SIGTERM/SIGINT stop, SIGCHLD), changes in the configuration directory
+ * (inotify), the status socket, and a 1 s tick for budgets, the metrics and the
+ * systemd watchdog.
  *
- * Backends: events-only rules are one trigger object each in this process, with the
- * rule's cooldown and hourly budget enforced in the kernel where the rule's match lets
- * the kernel filter (pid, or a uprobe on the matched binary); the capture rules
+ * Backends: events-only rules are one trigger plane in this process (one BPF object,
+ * rule = trigger index), each rule's cooldown and hourly budget enforced in the kernel
+ * where its match lets the kernel filter (pid, or a uprobe on the matched binary); the
+ * capture rules
  * (singlestep, or pt on a PT host) run the capture command (user/capture_cmd.c) as a child
  * on the rule's pid, which writes perf.data files into a work directory the daemon
  * watches, compresses and spools with a manifest. A rule this host cannot run (pt
@@ -89,7 +91,9 @@ struct rule_rt {
 	char why[1024];		/* unavailable / failed: the reason and fix */
 	bool capture;			/* a capture child's rule (else events only) */
 	bool kernel_budget;		/* cooldown and hourly budget are enforced in BPF */
-	struct triggers *trig;		/* events-only, and the counting of unavailable rules */
+	bool in_plane;			/* events-only or unavailable: its trigger is in d->plane */
+	int plane_index;		/* its index there (rec->index), -1 before it is built */
+	struct trigger_stats k_base;	/* kernel counters of the planes before this one */
 	pid_t child;			/* capture child, 0 if none */
 	bool child_stopping;
 	char workdir[PATH_MAX];
@@ -125,6 +129,15 @@ struct daemon {
 	int status_fd;			/* listening status socket (status_sock.h) */
 	struct decode_worker *decoder;	/* `decode: host` captures, within decode_cpu_share */
 	struct pending_capture *decoding;	/* captures the decoder has */
+	/*
+	 * The trigger plane: one BPF object for every rule not run by a capture child, its
+	 * trigger i being rule plane_rules[i] (NULL: disarmed since), rebuilt at the end of
+	 * a reload that changed its rules (plane_dirty).
+	 */
+	struct triggers *plane;
+	struct rule_rt *plane_rules[MAX_TRIGGERS];
+	unsigned nr_plane;
+	bool plane_dirty;
 	char host[256], boot_id[64], kernel[256], cpu[256];
 	uint64_t reloads_ok, reloads_failed, spool_evicted;
 	uint64_t hour_start, hour_captures, day_start, day_bytes;
@@ -414,13 +427,25 @@ static bool rule_matches(const struct rule *r, const struct trigger_rec *rec)
 	return true;
 }
 
-static void roll_windows(struct rule_rt *rt, uint64_t now_s)
+/* The hourly budget the kernel enforces for a plane rule (0: none, the daemon does). */
+static uint64_t kernel_max(const struct rule_rt *rt)
+{
+	uint64_t max = rt->r.max_per_hour ?: rt->r.max_per_day;
+
+	if (!rt->kernel_budget || rt->state != RULE_ARMED)
+		return 0;
+	if (rt->r.max_per_day && rt->r.max_per_day < max)
+		max = rt->r.max_per_day;
+	return max;
+}
+
+static void roll_windows(struct daemon *d, struct rule_rt *rt, uint64_t now_s)
 {
 	if (!rt->hour_start || now_s - rt->hour_start >= 3600) {
 		rt->hour_start = now_s;
 		rt->hour_count = 0;
-		if (rt->kernel_budget)
-			triggers__reset_max(rt->trig);
+		if (d->plane && rt->plane_index >= 0 && kernel_max(rt))
+			triggers__set_index_budget(d->plane, rt->plane_index, kernel_max(rt), 0, 0);
 	}
 	if (!rt->day_start || now_s - rt->day_start >= 86400) {
 		rt->day_start = now_s;
@@ -438,7 +463,7 @@ static enum suppress_reason budget_check(struct daemon *d, struct rule_rt *rt, u
 	const struct rule *r = &rt->r;
 	uint64_t now_s = mono_ns() / 1000000000ull;
 
-	roll_windows(rt, now_s);
+	roll_windows(d, rt, now_s);
 	if (!rt->kernel_budget && r->cooldown_ns && rt->last_cooldown_ns &&
 	    ktime - rt->last_cooldown_ns < r->cooldown_ns)
 		return SUPPRESS_COOLDOWN;
@@ -472,11 +497,6 @@ static void suppress(struct rule_rt *rt, enum suppress_reason why)
 }
 
 /* ---- events-only fires ---- */
-
-struct fire_ctx {
-	struct daemon *d;
-	struct rule_rt *rt;
-};
 
 static void add_u64(struct json_object *o, const char *k, uint64_t v)
 {
@@ -512,14 +532,17 @@ static void describe_fire(struct rule_rt *rt, const struct trigger_rec *rec, con
 		 what, trigger_kind_name(rec->kind), rec->pid, rec->tid, rec->comm, lat);
 }
 
+/* A fire of the plane: rec->index names the rule. */
 static int on_event(void *ctx, const struct trigger_rec *rec)
 {
-	struct fire_ctx *fc = ctx;
-	struct rule_rt *rt = fc->rt;
+	struct daemon *d = ctx;
+	struct rule_rt *rt = rec->index < d->nr_plane ? d->plane_rules[rec->index] : NULL;
 	enum suppress_reason why;
 	struct json_object *o;
 	char sym[256];
 
+	if (!rt)
+		return 0;	/* disarmed by the reload under way */
 	if (!rule_matches(&rt->r, rec))
 		return 0;
 	if (rt->state == RULE_UNAVAILABLE) {
@@ -528,7 +551,7 @@ static int on_event(void *ctx, const struct trigger_rec *rec)
 			suppress(rt, SUPPRESS_BACKEND_UNAVAILABLE);
 		return 0;
 	}
-	why = budget_check(fc->d, rt, rec->ktime_ns);
+	why = budget_check(d, rt, rec->ktime_ns);
 	if (why != NR_SUPPRESS) {
 		suppress(rt, why);
 		return 0;
@@ -550,14 +573,14 @@ static int on_event(void *ctx, const struct trigger_rec *rec)
 		add_u64(o, "latency_ns", rec->latency_ns);
 	if (rec->ip) {
 		add_hex(o, "ip", rec->ip);
-		if (!triggers__symbolize(rt->trig, rec, rec->func_ip ?: rec->ip, sym, sizeof(sym)))
+		if (!triggers__symbolize(d->plane, rec, rec->func_ip ?: rec->ip, sym, sizeof(sym)))
 			add_str(o, "sym", sym);
 	}
 	if (rec->kind == TRIGGER_RUNQ_LATENCY)
 		add_u64(o, "prev_tid", rec->aux);
 	add_u64(o, "seq", rt->seq);
 	dlog_event("info", rt->r.name, "fire", o, "%s", rt->last_fire);
-	fc->d->dirty = true;	/* published at the next tick */
+	d->dirty = true;	/* published at the next tick */
 	return 0;
 }
 
@@ -565,13 +588,19 @@ static int on_event(void *ctx, const struct trigger_rec *rec)
  * The kernel's suppressions of a rule whose budget it enforces: before `qualifying`
  * (cooldown) and between qualifying and fired (the hourly budget, nth).
  */
-static void read_kernel_counters(struct rule_rt *rt)
+static void read_kernel_counters(struct daemon *d, struct rule_rt *rt)
 {
-	struct trigger_stats st;
+	struct trigger_stats st = {};
 	uint64_t budget, cooldown, nth_skips;
 
-	if (!rt->trig || !rt->kernel_budget || triggers__stats(rt->trig, 0, &st))
+	if (!rt->in_plane || !rt->kernel_budget)
 		return;
+	if (d->plane && rt->plane_index >= 0 && triggers__stats(d->plane, rt->plane_index, &st))
+		return;
+	/* with what the planes before this one counted */
+	st.qualifying += rt->k_base.qualifying;
+	st.fired += rt->k_base.fired;
+	st.suppressed += rt->k_base.suppressed;
 	nth_skips = rt->r.opts.nth > 1 ? rt->r.opts.nth - 1 : 0;
 	budget = st.qualifying - st.fired;
 	budget = budget > nth_skips ? budget - nth_skips : 0;
@@ -1055,33 +1084,159 @@ static void scan_workdir(struct daemon *d, struct rule_rt *rt)
 
 /* ---- arming ---- */
 
-static int arm_trigger(struct daemon *d, struct rule_rt *rt)
+/* A plane rule's trigger, process and kernel-enforced budget. */
+static struct trigger_scope plane_scope(const struct rule_rt *rt)
 {
-	struct capture_opts *o = &rt->r.opts;
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = rt };
+	struct trigger_scope sc = {
+		.tgid = rt->r.pid,
+		.nth = rt->r.opts.nth,
+		.max = kernel_max(rt),
+	};
+
+	if (rt->kernel_budget && rt->state == RULE_ARMED)
+		sc.cooldown_ns = rt->r.cooldown_ns;
+	return sc;
+}
+
+/* One object with the triggers of `rules`, attached. */
+static int build_plane(struct rule_rt **rules, unsigned n, struct triggers **out)
+{
+	struct trigger_scope scopes[MAX_TRIGGERS];
+	struct capture_opts *o;
+	unsigned k;
 	int err;
 
-	rt->kernel_budget = !needs_user_filter(&rt->r);
-	o->max_snapshots = 0;
-	o->cooldown_ns = 0;
-	if (rt->kernel_budget && rt->state != RULE_UNAVAILABLE) {
-		uint64_t max = rt->r.max_per_hour ?: rt->r.max_per_day;
-
-		if (rt->r.max_per_day && rt->r.max_per_day < max)
-			max = rt->r.max_per_day;
-		o->max_snapshots = max;
-		o->cooldown_ns = rt->r.cooldown_ns;
+	*out = NULL;
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	o->system_wide = true;
+	for (k = 0; k < n; k++) {
+		o->triggers[k] = rules[k]->r.opts.triggers[0];	/* borrowed: the rule's strings */
+		scopes[k] = plane_scope(rules[k]);
 	}
-	err = triggers__new(o, rt->r.pid, TRIGGER_ATTACH_LINKS, &rt->trig);
+	o->nr_triggers = n;
+	err = triggers__new_plane(o, scopes, out);
 	if (!err)
-		err = triggers__attach(rt->trig);
-	if (!err)
-		err = epoll_ctl(d->epfd, EPOLL_CTL_ADD, triggers__ringbuf_fd(rt->trig), &ev) ? -errno : 0;
+		err = triggers__attach(*out);
 	if (err) {
-		triggers__free(rt->trig);
-		rt->trig = NULL;
+		triggers__free(*out);
+		*out = NULL;
 	}
+	free(o);
 	return err;
+}
+
+static void report_armed(const struct rule_rt *rt)
+{
+	const struct rule *r = &rt->r;
+
+	if (rt->state == RULE_ARMED)
+		dlog_event("info", r->name, "armed", NULL, "armed: %s, %s", r->trigger_desc,
+			   rt->capture ? "capture" : "events only");
+	else
+		dlog_event(rt->state == RULE_FAILED ? "error" : "warning", r->name,
+			   rule_state_names[rt->state], NULL, "%s: %s", rule_state_names[rt->state],
+			   rt->why);
+}
+
+/*
+ * (Re)build the trigger plane from the rules now in it: the old object goes (its kernel
+ * counters carried into each rule still there), the new one is loaded and attached with
+ * each rule's budget as far as it is used this hour and its cooldown running on. A rule
+ * whose trigger cannot be armed fails alone: the others are built again without it.
+ */
+static void rebuild_plane(struct daemon *d)
+{
+	struct rule_rt *rules[MAX_TRIGGERS], *fresh[MAX_TRIGGERS];
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &d->plane };
+	unsigned i, k, n = 0, nf = 0;
+	int err;
+
+	d->plane_dirty = false;
+	if (d->plane) {
+		for (k = 0; k < d->nr_plane; k++) {
+			struct rule_rt *rt = d->plane_rules[k];
+			struct trigger_stats st;
+
+			if (rt && !triggers__stats(d->plane, k, &st)) {
+				rt->k_base.qualifying += st.qualifying;
+				rt->k_base.fired += st.fired;
+				rt->k_base.suppressed += st.suppressed;
+			}
+		}
+		/* what waits in the ring is still counted, under the old indexes */
+		triggers__consume(d->plane, on_event, d);
+		epoll_ctl(d->epfd, EPOLL_CTL_DEL, triggers__ringbuf_fd(d->plane), NULL);
+		triggers__free(d->plane);
+		d->plane = NULL;
+	}
+	memset(d->plane_rules, 0, sizeof(d->plane_rules));
+	d->nr_plane = 0;
+	for (i = 0; i < d->nr_rules; i++) {
+		struct rule_rt *rt = d->rules[i];
+
+		if (!rt->in_plane || rt->state == RULE_FAILED)
+			continue;
+		if (rt->plane_index < 0)
+			fresh[nf++] = rt;
+		rt->plane_index = -1;
+		if (n == MAX_TRIGGERS) {
+			rt->state = RULE_FAILED;
+			snprintf(rt->why, sizeof(rt->why), "more than %d rules without a capture "
+				 "child: the trigger plane is full (merge or remove rules)",
+				 MAX_TRIGGERS);
+			continue;
+		}
+		rules[n++] = rt;
+	}
+	err = n ? build_plane(rules, n, &d->plane) : 0;
+	if (err) {
+		/* which of them? each alone, then the rest together */
+		unsigned m = 0;
+
+		for (k = 0; k < n; k++) {
+			struct triggers *one;
+			int e = build_plane(&rules[k], 1, &one);
+
+			triggers__free(one);
+			if (e) {
+				rules[k]->state = RULE_FAILED;
+				snprintf(rules[k]->why, sizeof(rules[k]->why), "cannot arm the "
+					 "trigger: %s (see the error above)", strerror(-e));
+				continue;
+			}
+			rules[m++] = rules[k];
+		}
+		n = m;
+		err = n ? build_plane(rules, n, &d->plane) : 0;
+		for (k = 0; err && k < n; k++) {
+			rules[k]->state = RULE_FAILED;
+			snprintf(rules[k]->why, sizeof(rules[k]->why), "cannot arm the trigger "
+				 "plane: %s (see the error above)", strerror(-err));
+		}
+		if (err)
+			n = 0;
+	}
+	for (k = 0; k < n; k++) {
+		struct rule_rt *rt = rules[k];
+
+		rt->plane_index = k;
+		d->plane_rules[k] = rt;
+		/* this hour's fires so far count; the cooldown runs on from the last */
+		if (kernel_max(rt))
+			triggers__set_index_budget(d->plane, k, kernel_max(rt), rt->hour_count,
+						   rt->last_cooldown_ns);
+	}
+	d->nr_plane = n;
+	if (d->plane && epoll_ctl(d->epfd, EPOLL_CTL_ADD, triggers__ringbuf_fd(d->plane), &ev))
+		dlog_event("error", NULL, "plane", NULL, "cannot watch the trigger plane's ring "
+			   "buffer: %s", strerror(errno));
+	if (d->plane)
+		dlog_event("info", NULL, "plane", NULL, "trigger plane: one BPF object, %u rules",
+			   n);
+	for (k = 0; k < nf; k++)
+		report_armed(fresh[k]);
 }
 
 static void arm_rule(struct daemon *d, struct rule_rt *rt)
@@ -1093,6 +1248,7 @@ static void arm_rule(struct daemon *d, struct rule_rt *rt)
 	int err;
 
 	rt->wd = -1;
+	rt->plane_index = -1;
 	if (r->pid && !pid_alive(r->pid)) {
 		rt->state = RULE_UNAVAILABLE;
 		snprintf(rt->why, sizeof(rt->why), "match.pid %u: no such process", r->pid);
@@ -1134,21 +1290,16 @@ static void arm_rule(struct daemon *d, struct rule_rt *rt)
 		}
 		goto report;
 	}
-	/* events-only, or an unavailable rule whose fires are counted */
-	err = arm_trigger(d, rt);
-	if (err && rt->state != RULE_UNAVAILABLE) {
-		rt->state = RULE_FAILED;
-		snprintf(rt->why, sizeof(rt->why), "cannot arm the trigger: %s (see the error "
-			 "above)", strerror(-err));
-	}
+	/*
+	 * events-only, or an unavailable rule whose fires are counted: into the trigger
+	 * plane, built (and the rule reported) once the whole configuration is armed
+	 */
+	rt->in_plane = true;
+	rt->kernel_budget = !needs_user_filter(r);
+	d->plane_dirty = true;
+	return;
 report:
-	if (rt->state == RULE_ARMED)
-		dlog_event("info", r->name, "armed", NULL, "armed: %s, %s", r->trigger_desc,
-			   rt->capture ? "capture" : "events only");
-	else
-		dlog_event(rt->state == RULE_FAILED ? "error" : "warning", r->name,
-			   rule_state_names[rt->state], NULL, "%s: %s", rule_state_names[rt->state],
-			   rt->why);
+	report_armed(rt);
 }
 
 static void stop_child(struct rule_rt *rt, bool wait_for_it)
@@ -1185,10 +1336,12 @@ static void disarm_rule(struct daemon *d, struct rule_rt *rt)
 	for (pc = d->decoding; pc; pc = pc->next)
 		if (pc->rt == rt)
 			pc->rt = NULL;
-	if (rt->trig) {
-		epoll_ctl(d->epfd, EPOLL_CTL_DEL, triggers__ringbuf_fd(rt->trig), NULL);
-		triggers__free(rt->trig);
-		rt->trig = NULL;
+	if (rt->in_plane) {
+		/* its trigger stays in the plane, quiet, until the plane is rebuilt */
+		if (rt->plane_index >= 0)
+			d->plane_rules[rt->plane_index] = NULL;
+		rt->plane_index = -1;
+		d->plane_dirty = true;
 	}
 	if (rt->wd >= 0)
 		inotify_rm_watch(d->ifd, rt->wd);
@@ -1280,6 +1433,8 @@ static void apply_config(struct daemon *d, struct config *c)
 		memset(&c->rules[i], 0, sizeof(c->rules[i]));
 		arm_rule(d, next[i]);
 	}
+	if (d->plane_dirty)
+		rebuild_plane(d);
 	d->dirty = true;
 }
 
@@ -1334,16 +1489,28 @@ static void sample_head(FILE *f, const char *metric, const char *rule)
 
 struct prog_ctx {
 	FILE *f;
-	const char *rule;
+	const struct daemon *d;
 	bool time;
 };
 
 static int prog_stat(void *ctx, const char *name, __u64 run_ns, __u64 runs)
 {
 	struct prog_ctx *pc = ctx;
+	const char *us = strrchr(name, '_'), *rule = "";
+	char *end;
+	unsigned long k;
 
+	/*
+	 * A per-trigger copy (uprobe_hit_3) is its rule's; a program every rule of its kind
+	 * shares (sched_switch, sys_exit) has the rule label empty.
+	 */
+	if (us && us[1]) {
+		k = strtoul(us + 1, &end, 10);
+		if (!*end && k < pc->d->nr_plane && pc->d->plane_rules[k])
+			rule = pc->d->plane_rules[k]->r.name;
+	}
 	sample_head(pc->f, pc->time ? "ptbpf_bpf_run_seconds_total" : "ptbpf_bpf_runs_total",
-		    pc->rule);
+		    rule);
 	if (pc->time)
 		fprintf(pc->f, ",program=\"%s\"} %.9f\n", name, run_ns / 1e9);
 	else
@@ -1455,17 +1622,11 @@ static char *render_metrics(struct daemon *d, size_t *len)
 	if (bpf_stats_on(d)) {
 		FAMILY(f, "ptbpf_bpf_run_seconds_total", "counter",
 		       "Run time of the rules' BPF programs (BPF_ENABLE_STATS)");
-		for (i = 0; i < d->nr_rules; i++) {
-			struct prog_ctx pc = { f, d->rules[i]->r.name, true };
+		struct prog_ctx pt = { f, d, true }, pr = { f, d, false };
 
-			triggers__prog_stats(d->rules[i]->trig, prog_stat, &pc);
-		}
+		triggers__prog_stats(d->plane, prog_stat, &pt);
 		FAMILY(f, "ptbpf_bpf_runs_total", "counter", "Runs of the rules' BPF programs");
-		for (i = 0; i < d->nr_rules; i++) {
-			struct prog_ctx pc = { f, d->rules[i]->r.name, false };
-
-			triggers__prog_stats(d->rules[i]->trig, prog_stat, &pc);
-		}
+		triggers__prog_stats(d->plane, prog_stat, &pr);
 	}
 	if (d->decoder) {
 		struct decode_worker_stats ds;
@@ -1555,7 +1716,7 @@ static void serve_status(struct daemon *d)
 
 	/* the kernel's counters as of now, not of the last tick */
 	for (unsigned i = 0; i < d->nr_rules; i++)
-		read_kernel_counters(d->rules[i]);
+		read_kernel_counters(d, d->rules[i]);
 	s = status_json(d);
 	text = json_object_to_json_string_ext(s, JSON_C_TO_STRING_PLAIN |
 					      JSON_C_TO_STRING_NOSLASHESCAPE);
@@ -1575,7 +1736,7 @@ static void publish(struct daemon *d)
 	char *text;
 
 	for (i = 0; i < d->nr_rules; i++) {
-		read_kernel_counters(d->rules[i]);
+		read_kernel_counters(d, d->rules[i]);
 		fires += d->rules[i]->fires + d->rules[i]->k_fires;
 		captures += d->rules[i]->captures_ok;
 		armed += d->rules[i]->state == RULE_ARMED;
@@ -1663,7 +1824,7 @@ static void tick(struct daemon *d)
 	for (i = 0; i < d->nr_rules; i++) {
 		struct rule_rt *rt = d->rules[i];
 
-		roll_windows(rt, now_s);
+		roll_windows(d, rt, now_s);
 		/* a capture whose budget ran out starts again in its next window */
 		if (rt->capture && !rt->child && rt->state == RULE_ARMED && pid_alive(rt->r.pid))
 			spawn_capture(d, rt, pt_backend_ops.usable(NULL, 0) ? "pt" : "singlestep");
@@ -1772,17 +1933,9 @@ static int run_loop(struct daemon *d)
 			} else if (ptr == &d->decoder) {
 				decodes_done(d);
 			} else {
-				struct rule_rt *rt = ptr;
-				unsigned k;
-
-				/* a rule disarmed by a reload in this batch is gone: look it up */
-				for (k = 0; k < d->nr_rules && d->rules[k] != rt; k++)
-					;
-				if (k < d->nr_rules && rt->trig) {
-					struct fire_ctx fc = { d, rt };
-
-					triggers__consume(rt->trig, on_event, &fc);
-				}
+				/* the trigger plane (ptr == &d->plane) */
+				if (d->plane)
+					triggers__consume(d->plane, on_event, d);
 			}
 		}
 	}
@@ -2077,6 +2230,11 @@ out:
 	for (i = 0; i < d->nr_rules; i++) {
 		disarm_rule(d, d->rules[i]);
 		rule_free(d->rules[i]);
+	}
+	if (d->plane) {
+		epoll_ctl(d->epfd, EPOLL_CTL_DEL, triggers__ringbuf_fd(d->plane), NULL);
+		triggers__free(d->plane);
+		d->plane = NULL;
 	}
 	free(d->rules);
 	d->rules = NULL;
