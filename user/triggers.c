@@ -1684,12 +1684,6 @@ __u64 triggers__dropped(const struct triggers *t)
 	return __atomic_load_n(&t->skel->bss->dropped, __ATOMIC_RELAXED);
 }
 
-void triggers__reset_max(struct triggers *t)
-{
-	if (t && t->skel)
-		__atomic_store_n(&t->skel->bss->fire_slots, 0, __ATOMIC_RELEASE);
-}
-
 int triggers__prog_stats(const struct triggers *t, triggers_prog_cb cb, void *ctx)
 {
 	struct bpf_program *prog;

@@ -208,11 +208,6 @@ struct trigger_stats {
 int triggers__stats(const struct triggers *t, int index, struct trigger_stats *st);
 /* Fires whose record did not fit in the ring buffer. */
 __u64 triggers__dropped(const struct triggers *t);
-/*
- * Let the triggers fire again up to opts->max_snapshots (the daemon's per-hour budget,
- * enforced in the kernel, starts a new hour).
- */
-void triggers__reset_max(struct triggers *t);
 
 /* Each loaded program's name and run time (with BPF_ENABLE_STATS on), for metrics. */
 typedef int (*triggers_prog_cb)(void *ctx, const char *name, __u64 run_time_ns, __u64 run_cnt);

@@ -432,6 +432,13 @@ static uint64_t kernel_max(const struct rule_rt *rt)
 {
 	uint64_t max = rt->r.max_per_hour ?: rt->r.max_per_day;
 
+	/*
+	 * An unavailable rule's fires are counted from the kernel's counters (fired and
+	 * suppressed alike): one record an hour is enough, and the shared ring buffer stays
+	 * for the rules that run.
+	 */
+	if (rt->kernel_budget && rt->state == RULE_UNAVAILABLE)
+		return 1;
 	if (!rt->kernel_budget || rt->state != RULE_ARMED)
 		return 0;
 	if (rt->r.max_per_day && rt->r.max_per_day < max)
