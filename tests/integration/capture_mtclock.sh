@@ -3,11 +3,12 @@
 # Issue 15: the multi-thread clock of the singlestep backend (--clock mixed, per thread).
 # mt_sleepers: three threads sleep 1, 2 and 3 units (30 ms) six, three and two times,
 # taking one lock after each sleep. On the trace's clock:
-#  - each nap() lasts its native length within 10 %: at least 90 % of what it asks for,
-#    and at most 10 % over the worst the same program's sleeps overshoot untraced, run
-#    just before (a loaded machine wakes sleepers late, traced or not). Before: a
-#    thread's sleep counted only while every other thread waited too, so a 30 ms sleep
-#    showed as a few ms;
+#  - each nap() lasts about its native length: at least 90 % of what it asks for, and at
+#    most 25 % over the worst the same program's sleeps overshoot untraced, run just
+#    before (a loaded machine wakes sleepers late, traced or not; and ptbpf itself, when
+#    it is scheduled late, sees a return late: 30 ms naps were up to x1.14 under load
+#    average 15, x1.01 on a quiet machine). Before: a thread's sleep counted only while
+#    every other thread waited too, so a 30 ms sleep showed as a few ms;
 #  - the lock goes from thread to thread in the order the program saw: each critical()
 #    begins after the one before it ended (a release comes before the take);
 #  - the whole run covers at least the 180 ms each thread sleeps, minus 10 %.
@@ -36,7 +37,7 @@ check() {
 		"$NATIVE_OVER" <<'PY' ||
 import collections, re, sys
 out, events, err, unit, name = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
-upper = max(1.0, float(sys.argv[6])) + 0.1
+upper = max(1.0, float(sys.argv[6])) + 0.25
 nap_ms, order = {}, {}
 for l in open(out):
     f = l.split()
