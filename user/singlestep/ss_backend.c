@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <dirent.h>
+#include <linux/futex.h>
 #include <linux/prctl.h>
 
 #include "array.h"
@@ -604,17 +605,15 @@ static void publish_thread_clock(struct backend *b, int c, const struct ss_threa
 	__atomic_store_n(&tc->now_ns, b->now, __ATOMIC_RELEASE);
 }
 
-#define FUTEX_CMD(op) ((op) & ~(unsigned long)(128 | 256))	/* PRIVATE, CLOCK_REALTIME */
-
 static bool futex_wakes(unsigned long op)
 {
-	switch (FUTEX_CMD(op)) {
-	case 1:		/* FUTEX_WAKE */
-	case 3:		/* FUTEX_REQUEUE */
-	case 4:		/* FUTEX_CMP_REQUEUE */
-	case 5:		/* FUTEX_WAKE_OP */
-	case 7:		/* FUTEX_UNLOCK_PI */
-	case 10:	/* FUTEX_WAKE_BITSET */
+	switch (op & FUTEX_CMD_MASK) {
+	case FUTEX_WAKE:
+	case FUTEX_REQUEUE:
+	case FUTEX_CMP_REQUEUE:
+	case FUTEX_WAKE_OP:
+	case FUTEX_UNLOCK_PI:
+	case FUTEX_WAKE_BITSET:
 		return true;
 	default:
 		return false;
@@ -623,12 +622,12 @@ static bool futex_wakes(unsigned long op)
 
 static bool futex_waits(unsigned long op)
 {
-	switch (FUTEX_CMD(op)) {
-	case 0:		/* FUTEX_WAIT */
-	case 6:		/* FUTEX_LOCK_PI */
-	case 9:		/* FUTEX_WAIT_BITSET */
-	case 11:	/* FUTEX_WAIT_REQUEUE_PI */
-	case 13:	/* FUTEX_LOCK_PI2 */
+	switch (op & FUTEX_CMD_MASK) {
+	case FUTEX_WAIT:
+	case FUTEX_LOCK_PI:
+	case FUTEX_WAIT_BITSET:
+	case FUTEX_WAIT_REQUEUE_PI:
+	case FUTEX_LOCK_PI2:
 		return true;
 	default:
 		return false;
