@@ -29,6 +29,8 @@
 #define CHUNK_EVENTS 4096
 #define CHUNK_SLACK 16
 #define MAX_AHEAD 4
+/* Entries of a stream's cache of instruction classes (see class_cache_get()). */
+#define CLASS_CACHE_SIZE 4096
 
 enum stream_state {
 	ST_SYNC,		/* looking for the next PSB */
@@ -46,6 +48,18 @@ struct pending_branch {
 	uint8_t raw[pt_max_insn_size];	/* the instruction, when the block was truncated */
 	uint8_t size;		/* bytes in raw, 0 if not truncated */
 	bool valid;
+};
+
+/*
+ * The class of the branch at (section, ip) that libipt left as ptic_error: libipt's
+ * block cache knows where a block ends but not what its last instruction is, so the
+ * same few indirect branches come back millions of times. Direct mapped.
+ */
+struct class_ent {
+	uint64_t ip;
+	int isid;		/* 0: an empty entry (libipt's section ids start at 1) */
+	uint8_t mode;		/* enum pt_exec_mode: the class of prefixed bytes depends on it */
+	uint8_t iclass;		/* enum pt_insn_class */
 };
 
 /* How a piece of a split stream (see "pieces" below) ended. */
@@ -106,6 +120,7 @@ struct ptd_stream {
 	uint64_t fn_start, fn_end;
 	bool fn_valid, fn_known;
 	struct symbols_range_cache *fn_cache;	/* this stream's function ranges by address */
+	struct class_ent *class_cache;	/* CLASS_CACHE_SIZE entries, made on first use */
 	uint64_t up_start, up_end;	/* the [uprobes] page of the address space, if any */
 	struct decode_stats st;
 	uint64_t pos;		/* trace offset reached (progress) */
@@ -500,16 +515,35 @@ static size_t pending_bytes(struct ptd_stream *s, uint8_t *buf)
 	return n > 0 ? (size_t)n : 0;
 }
 
+/*
+ * The class of the pending branch's bytes, read from its section (pt_iscache_read takes
+ * the cache's lock and copies) only the first time its (section, ip, mode) is seen; a
+ * truncated instruction's own bytes are classified each time (they are rare).
+ */
 static enum pt_insn_class pending_class(struct ptd_stream *s)
 {
 	struct pending_branch *p = &s->pend;
 	uint8_t buf[pt_max_insn_size];
+	struct class_ent *e = NULL;
 	size_t n;
 
 	if (p->iclass != ptic_error)
 		return p->iclass;
+	if (!p->size && p->isid > 0) {
+		if (!s->class_cache)
+			s->class_cache = calloc(CLASS_CACHE_SIZE, sizeof(*s->class_cache));
+		if (s->class_cache) {	/* NULL: no memory, classified each time */
+			e = &s->class_cache[((p->ip * 0x9e3779b97f4a7c15ull) >> 40 ^
+					     (uint64_t)p->isid) & (CLASS_CACHE_SIZE - 1)];
+			if (e->ip == p->ip && e->isid == p->isid && e->mode == p->mode)
+				return p->iclass = (enum pt_insn_class)e->iclass;
+		}
+	}
 	n = pending_bytes(s, buf);
 	p->iclass = n ? classify(buf, n, p->mode) : ptic_other;
+	if (e)
+		*e = (struct class_ent){ .ip = p->ip, .isid = p->isid, .mode = (uint8_t)p->mode,
+					 .iclass = (uint8_t)p->iclass };
 	return p->iclass;
 }
 
@@ -1094,6 +1128,7 @@ void ptd_stream_free(struct ptd_stream *s)
 		return;
 	pt_blk_free_decoder(s->dec);
 	symbols__range_cache_free(s->fn_cache);
+	free(s->class_cache);
 	for (i = 0; i < s->nr_images; i++)
 		pt_image_free(s->images[i]);
 	free(s->images);

@@ -48,6 +48,12 @@ struct ptd_output {
 	size_t pids_size, pids_used;
 	struct seen_thread *seen;	/* open addressing, power of two */
 	size_t seen_size, seen_used;
+	/*
+	 * The thread and address space of the last control-flow event, already in seen and
+	 * pids: most events follow one of the same thread, and skip both tables.
+	 */
+	uint32_t last_pid, last_tid, last_as;
+	bool have_last;
 	uint64_t first_time, last_time;	/* of control-flow events */
 	bool trigger_placed;
 	uint64_t trigger_time;		/* where the marker went, valid if trigger_placed */
@@ -376,12 +382,19 @@ static int sink_event(void *ctx, const struct ptd_event *ev)
 		o->first_time = ev->time;
 	if (ev->time > o->last_time)
 		o->last_time = ev->time;
-	if (!seen_add(o, ev->pid, ev->tid))
-		return -ENOMEM;
-	if (pid_get(o, ev->pid) != (int)ev->asid) {
-		err = pid_set(o, ev->pid, (int)ev->asid);
-		if (err)
-			return err;
+	if (!o->have_last || ev->pid != o->last_pid || ev->tid != o->last_tid ||
+	    ev->asid != o->last_as) {
+		if (!seen_add(o, ev->pid, ev->tid))
+			return -ENOMEM;
+		if (pid_get(o, ev->pid) != (int)ev->asid) {
+			err = pid_set(o, ev->pid, (int)ev->asid);
+			if (err)
+				return err;
+		}
+		o->have_last = true;
+		o->last_pid = ev->pid;
+		o->last_tid = ev->tid;
+		o->last_as = ev->asid;
 	}
 	return deliver(o, ev);
 }
