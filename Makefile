@@ -58,6 +58,9 @@ PKG_CONFIG ?= pkg-config
 PTBPF_PKGS := libbpf libelf libdw zlib libzstd json-c capstone libcyaml yaml-0.1 \
 	      libmicrohttpd libsystemd libcrypto libcurl libdebuginfod
 PTBPF_LDLIBS = $(shell $(PKG_CONFIG) --libs $(PTBPF_PKGS)) -lipt -liberty -lpthread -lm
+# The ptbpf binary links with --as-needed: a library none of its code calls (capstone,
+# which user/singlestep/ss_insn.c loads when it first disassembles) costs every run its
+# relocations at start-up.
 LDLIBS_CMOCKA = $(shell $(PKG_CONFIG) --libs cmocka)
 
 # Rooms: each folder is compiled with its own include path, so that a header used
@@ -164,7 +167,7 @@ $(USER_LIB): $(USER_OBJS)
 
 $(PTBPF): $(OUTPUT)/user/main.o $(USER_LIB) $(DECODER_LIB)
 	$(call msg,BINARY,$@)
-	$(Q)$(CC) $(CFLAGS) $(SANITIZE_FLAGS) $(LDFLAGS) $^ $(PTBPF_LDLIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $(SANITIZE_FLAGS) $(LDFLAGS) $^ -Wl,--as-needed $(PTBPF_LDLIBS) -o $@
 
 # Unit tests (cmocka) see the internals of every room.
 $(OUTPUT)/tests/unit/%.o: tests/unit/%.c $(GENERATED_HDRS) | $(SKELS)
