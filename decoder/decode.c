@@ -29,7 +29,7 @@
 #define CHUNK_EVENTS 4096
 #define CHUNK_SLACK 16
 #define MAX_AHEAD 4
-/* Entries of a stream's cache of instruction classes (see class_cache_get()). */
+/* Entries of a stream's cache of what branch instructions say (see pending_insn()). */
 #define CLASS_CACHE_SIZE 4096
 
 enum stream_state {
@@ -51,15 +51,17 @@ struct pending_branch {
 };
 
 /*
- * The class of the branch at (section, ip) that libipt left as ptic_error: libipt's
- * block cache knows where a block ends but not what its last instruction is, so the
- * same few indirect branches come back millions of times. Direct mapped.
+ * What the bytes of the branch at (section, ip) say, read once: its class where libipt
+ * left it as ptic_error (libipt's block cache knows where a block ends but not what its
+ * last instruction is, so the same few indirect branches come back millions of times),
+ * and where a far call returns to (every system call's stop asks). Direct mapped.
  */
 struct class_ent {
 	uint64_t ip;
 	int isid;		/* 0: an empty entry (libipt's section ids start at 1) */
 	uint8_t mode;		/* enum pt_exec_mode: the class of prefixed bytes depends on it */
 	uint8_t iclass;		/* enum pt_insn_class */
+	uint8_t far_len;	/* a far call's length (it returns to ip + far_len); 0: none */
 };
 
 /* How a piece of a split stream (see "pieces" below) ended. */
@@ -516,34 +518,64 @@ static size_t pending_bytes(struct ptd_stream *s, uint8_t *buf)
 }
 
 /*
- * The class of the pending branch's bytes, read from its section (pt_iscache_read takes
- * the cache's lock and copies) only the first time its (section, ip, mode) is seen; a
- * truncated instruction's own bytes are classified each time (they are rare).
+ * The length of the far call (syscall, int) in `buf`, up to where it returns; 0 when it is
+ * not one whose length is known.
  */
-static enum pt_insn_class pending_class(struct ptd_stream *s)
+static uint8_t far_call_len(const uint8_t *buf, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n && (buf[i] == 0x66 || buf[i] == 0x67 || buf[i] == 0xf2 ||
+			      buf[i] == 0xf3 || (buf[i] & 0xf0) == 0x40); i++)
+		;
+	if (i < n && (buf[i] == 0xcc || buf[i] == 0xce || buf[i] == 0xf1))
+		return (uint8_t)(i + 1);
+	if (i + 1 < n && (buf[i] == 0xcd || (buf[i] == 0x0f && (buf[i + 1] == 0x05 ||
+								buf[i + 1] == 0x34))))
+		return (uint8_t)(i + 2);
+	return 0;
+}
+
+/*
+ * What the pending branch's bytes say, read from its section (pt_iscache_read takes the
+ * cache's lock and copies) only the first time its (section, ip, mode) is seen; a
+ * truncated instruction's own bytes are looked at each time (they are rare), in `tmp`.
+ */
+static const struct class_ent *pending_insn(struct ptd_stream *s, struct class_ent *tmp)
 {
 	struct pending_branch *p = &s->pend;
 	uint8_t buf[pt_max_insn_size];
-	struct class_ent *e = NULL;
+	struct class_ent *e = tmp;
 	size_t n;
 
-	if (p->iclass != ptic_error)
-		return p->iclass;
 	if (!p->size && p->isid > 0) {
 		if (!s->class_cache)
 			s->class_cache = calloc(CLASS_CACHE_SIZE, sizeof(*s->class_cache));
-		if (s->class_cache) {	/* NULL: no memory, classified each time */
+		if (s->class_cache) {	/* NULL: no memory, read each time */
 			e = &s->class_cache[((p->ip * 0x9e3779b97f4a7c15ull) >> 40 ^
 					     (uint64_t)p->isid) & (CLASS_CACHE_SIZE - 1)];
 			if (e->ip == p->ip && e->isid == p->isid && e->mode == p->mode)
-				return p->iclass = (enum pt_insn_class)e->iclass;
+				return e;
 		}
 	}
 	n = pending_bytes(s, buf);
-	p->iclass = n ? classify(buf, n, p->mode) : ptic_other;
-	if (e)
-		*e = (struct class_ent){ .ip = p->ip, .isid = p->isid, .mode = (uint8_t)p->mode,
-					 .iclass = (uint8_t)p->iclass };
+	*e = (struct class_ent){
+		.ip = p->ip,
+		.isid = p->isid,
+		.mode = (uint8_t)p->mode,
+		.iclass = (uint8_t)(n ? classify(buf, n, p->mode) : ptic_other),
+		.far_len = far_call_len(buf, n),
+	};
+	return e;
+}
+
+static enum pt_insn_class pending_class(struct ptd_stream *s)
+{
+	struct pending_branch *p = &s->pend;
+	struct class_ent tmp;
+
+	if (p->iclass == ptic_error)
+		p->iclass = (enum pt_insn_class)pending_insn(s, &tmp)->iclass;
 	return p->iclass;
 }
 
@@ -553,18 +585,10 @@ static enum pt_insn_class pending_class(struct ptd_stream *s)
  */
 static uint64_t far_call_next(struct ptd_stream *s)
 {
-	uint8_t buf[pt_max_insn_size];
-	size_t n = pending_bytes(s, buf), i;
+	struct class_ent tmp;
+	uint8_t len = pending_insn(s, &tmp)->far_len;
 
-	for (i = 0; i < n && (buf[i] == 0x66 || buf[i] == 0x67 || buf[i] == 0xf2 ||
-			      buf[i] == 0xf3 || (buf[i] & 0xf0) == 0x40); i++)
-		;
-	if (i < n && (buf[i] == 0xcc || buf[i] == 0xce || buf[i] == 0xf1))
-		return s->pend.ip + i + 1;
-	if (i + 1 < n && (buf[i] == 0xcd || (buf[i] == 0x0f && (buf[i + 1] == 0x05 ||
-								buf[i + 1] == 0x34))))
-		return s->pend.ip + i + 2;
-	return 0;
+	return len ? s->pend.ip + len : 0;
 }
 
 /*
