@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# What a decode loads: capstone (the singlestep backend's disassembler, 77,000
+# relocations, ~10 ms of CPU at every start) is loaded when the first disassembler is
+# made, never by `ptbpf decode` nor `ptbpf --version`. The ss_* tests show the backend
+# still loads it when it disassembles.
+. "$(dirname "$0")/decode_common.inc"
+
+H=$PERFPT/hase-2018/skl-control_flow
+readelf -d "$PTBPF" >"$TMP/dynamic" 2>&1 || skip "readelf is not installed (binutils)"
+grep -q 'NEEDED.*libipt' "$TMP/dynamic" || fail "readelf shows no libraries ptbpf needs"
+if grep 'NEEDED.*libcapstone' "$TMP/dynamic"; then
+	fail "ptbpf is linked against capstone: every run pays its relocations"
+fi
+# the dynamic loader says every file it loads (LD_DEBUG=files)
+LD_DEBUG=files "$PTBPF" --version >/dev/null 2>"$TMP/version.ld" ||
+	fail "ptbpf --version failed"
+grep -q 'file=libipt' "$TMP/version.ld" || fail "LD_DEBUG=files shows nothing loaded"
+grep 'capstone' "$TMP/version.ld" && fail "ptbpf --version loads capstone"
+LD_DEBUG=files "$PTBPF" decode "$H/control_flow-20180404T163033.perf" --sysroot "$H/symfs" -o "$TMP/out.fxt" \
+	2>"$TMP/decode.ld" || { tail -5 "$TMP/decode.ld"; fail "ptbpf decode failed"; }
+fxt_ok "$TMP/out.fxt"
+grep 'capstone' "$TMP/decode.ld" && fail "ptbpf decode loads capstone"
+echo "decode and --version load no capstone"
