@@ -61,19 +61,41 @@ const volatile __u64 thresh_ns[MAX_TRIGGERS] = {}; /* latency triggers: threshol
 const volatile __s32 syscall_nrs[MAX_TRIGGERS] = {}; /* syscall triggers: nr, -1 = any */
 
 /*
- * The daemon's trigger plane (user/triggers.h, triggers__new_plane): one object for all
- * its rules, trigger i being rule i with a process, nth, budget and cooldown of its own
- * in place of the run-wide ones above (warmup and once_per_arm do not apply).
+ * The daemon's trigger plane (user/triggers.h, triggers__plane_new): one object for all
+ * its rules, loaded once; a rule is a slot, the BPF cookie of its probes (the plane_*
+ * programs), with a process, nth, budget and cooldown of its own in place of the run-wide
+ * ones above (warmup and once_per_arm do not apply). Its settings are written by the
+ * loader before the slot's probes are attached, so they live in .bss, not .rodata.
  */
 const volatile bool per_index = false;
-const volatile __u32 idx_tgid[MAX_TRIGGERS] = {};	/* 0: any process */
-const volatile __u64 idx_nth[MAX_TRIGGERS] = {};	/* fire from the Nth qualifying hit on */
-const volatile __u64 idx_cooldown_ns[MAX_TRIGGERS] = {};
+#define SLOT_MASK (PLANE_MAX_RULES - 1)
+__u32 idx_kind[PLANE_MAX_RULES] = {};		/* enum trigger_kind; 0: free slot */
+__u64 idx_thresh_ns[PLANE_MAX_RULES] = {};	/* latency rules: threshold */
+__s32 idx_syscall_nr[PLANE_MAX_RULES] = {};	/* syscall rules: nr, -1 = any */
+__u32 idx_tgid[PLANE_MAX_RULES] = {};		/* 0: any process */
+__u64 idx_nth[PLANE_MAX_RULES] = {};		/* fire from the Nth qualifying hit on */
+__u64 idx_cooldown_ns[PLANE_MAX_RULES] = {};
 /* Fires allowed (0: no limit); written by the loader, which also clears idx_slots (a new hour). */
-__u64 idx_max[MAX_TRIGGERS] = {};
-__u64 idx_slots[MAX_TRIGGERS] = {};
-__u64 idx_seq[MAX_TRIGGERS] = {};
-__u64 idx_last_fire_ns[MAX_TRIGGERS] = {};	/* the loader may set it (a cooldown running on) */
+__u64 idx_max[PLANE_MAX_RULES] = {};
+__u64 idx_slots[PLANE_MAX_RULES] = {};
+__u64 idx_seq[PLANE_MAX_RULES] = {};
+__u64 idx_last_fire_ns[PLANE_MAX_RULES] = {};	/* the loader may set it (a cooldown running on) */
+/*
+ * Make-before-break of a changed rule: its new slot is attached while the old one still
+ * runs, and waits (idx_pred = old slot + 1) until the loader retires the old slot
+ * (idx_retired = 1): one store hands the rule over, so a hit fires in one of them.
+ */
+__u32 idx_pred[PLANE_MAX_RULES] = {};
+__u32 idx_retired[PLANE_MAX_RULES] = {};
+/*
+ * Slots of the run-queue and syscall latency rules, which share one hook each: slot + 1,
+ * 0 a hole (a rule removed: one store, its neighbours never move); nr_* is the high-water
+ * mark.
+ */
+__u32 runq_list[PLANE_MAX_LATENCY_RULES] = {};
+__u32 nr_runq_list = 0;
+__u32 sys_list[PLANE_MAX_LATENCY_RULES] = {};
+__u32 nr_sys_list = 0;
 
 /* Written by the loader once everything is attached; warmup counts from here. */
 __u64 armed_ns = 0;
@@ -88,11 +110,11 @@ __u32 spawn_execed = 0;
  */
 struct trace_clock trace_clock = {};
 
-/* Counters, per trigger index, read by the loader (-v). */
-__u64 hits[MAX_TRIGGERS] = {};		/* hook ran for a thread in scope */
-__u64 qualifying[MAX_TRIGGERS] = {};	/* met its own condition, past warmup and cooldown */
-__u64 fired[MAX_TRIGGERS] = {};		/* records written (or attempted: see dropped) */
-__u64 suppressed[MAX_TRIGGERS] = {};	/* met its condition but warmup/cooldown/nth/max said no */
+/* Counters, per trigger index or plane slot, read by the loader (-v, the daemon's metrics). */
+__u64 hits[PLANE_MAX_RULES] = {};	/* hook ran for a thread in scope */
+__u64 qualifying[PLANE_MAX_RULES] = {};	/* met its own condition, past warmup and cooldown */
+__u64 fired[PLANE_MAX_RULES] = {};	/* records written (or attempted: see dropped) */
+__u64 suppressed[PLANE_MAX_RULES] = {};	/* met its condition but warmup/cooldown/nth/max said no */
 __u64 dropped = 0;			/* ring buffer full */
 __u64 depth_overflow = 0;		/* latency uprobe nested deeper than TRIGGER_MAX_DEPTH */
 
@@ -315,10 +337,19 @@ static __always_inline int emit_fire(struct cand *c, __u32 i, __u64 seq)
 /* The plane's conditions (per_index): trigger i's own process, cooldown, nth and budget. */
 static __always_inline int try_fire_index(struct cand *c, __u32 i)
 {
-	__u64 seq, slot, last, cooldown = idx_cooldown_ns[i];
+	__u64 seq, slot, last, cooldown;
+	__u32 pred;
 
+	i &= SLOT_MASK;
 	if (idx_tgid[i] && c->pid != idx_tgid[i])
 		return 0;	/* not this rule's process: not a hit of it */
+	/* a changed rule: the old slot until it is retired, then the new one */
+	if (idx_retired[i])
+		return 0;
+	pred = idx_pred[i];
+	if (pred && !idx_retired[(pred - 1) & SLOT_MASK])
+		return 0;
+	cooldown = idx_cooldown_ns[i];
 	last = idx_last_fire_ns[i];
 	if (cooldown && last && (__s64)(c->now - last) < (__s64)cooldown)
 		goto suppress;
@@ -345,10 +376,10 @@ static __noinline int try_fire(struct cand *c)
 	__u32 i = c->index;
 	__u64 seq, slot, last;
 
-	if (i >= MAX_TRIGGERS)
-		return 0;
 	if (per_index)
 		return try_fire_index(c, i);
+	if (i >= MAX_TRIGGERS)
+		return 0;
 	if (warmup_ns && (!armed_ns || (__s64)(c->now - armed_ns) < (__s64)warmup_ns))
 		goto suppress;
 	last = last_fire_ns;
@@ -377,6 +408,12 @@ static __noinline int try_fire(struct cand *c)
 suppress:
 	__sync_fetch_and_add(&suppressed[i], 1);
 	return 0;
+}
+
+/* A latency trigger's threshold: the run's (command line) or the plane slot's. */
+static __always_inline __u64 threshold(__u32 i)
+{
+	return per_index ? idx_thresh_ns[i & SLOT_MASK] : thresh_ns[i & (MAX_TRIGGERS - 1)];
 }
 
 /* Return value of a kprobe-type program (uprobe, uretprobe, kprobe). */
@@ -414,7 +451,7 @@ static __always_inline int entry_hit(struct pt_regs *ctx, __u32 kind, __u64 inde
 	__u64 id = bpf_get_current_pid_tgid();
 	struct cand c = {};
 
-	if (!in_scope(id >> 32) || index >= MAX_TRIGGERS)
+	if (!in_scope(id >> 32) || index >= (per_index ? PLANE_MAX_RULES : MAX_TRIGGERS))
 		return 0;
 	c.index = index;
 	__sync_fetch_and_add(&hits[c.index], 1);
@@ -469,8 +506,8 @@ static __always_inline int uprobe_entry(struct pt_regs *ctx, __u32 index)
 	if (!in_scope(id >> 32))
 		return 0;
 	/* the plane: only the rule's own process's calls are worth timing */
-	if (per_index && idx_tgid[index & (MAX_TRIGGERS - 1)] &&
-	    idx_tgid[index & (MAX_TRIGGERS - 1)] != (__u32)(id >> 32))
+	if (per_index && idx_tgid[index & SLOT_MASK] &&
+	    idx_tgid[index & SLOT_MASK] != (__u32)(id >> 32))
 		return 0;
 	key.index = index;
 	st = bpf_map_lookup_elem(&calls, &key);
@@ -544,11 +581,11 @@ static __always_inline int uretprobe_exit(struct pt_regs *ctx, __u32 index)
 	slot &= TRIGGER_MAX_DEPTH - 1;
 	st->depth = slot;
 
-	c.index = key.index & (MAX_TRIGGERS - 1);
+	c.index = key.index & (per_index ? SLOT_MASK : MAX_TRIGGERS - 1);
 	__sync_fetch_and_add(&hits[c.index], 1);
 	/* a call entered before the trace clock started has no length on it */
 	c.latency_ns = program_ns() - st->ts[slot];
-	if ((__s64)c.latency_ns < 0 || c.latency_ns <= thresh_ns[c.index])
+	if ((__s64)c.latency_ns < 0 || c.latency_ns <= threshold(c.index))
 		return 0;
 	c.kind = TRIGGER_UPROBE_LATENCY;
 	c.pid = id >> 32;
@@ -590,7 +627,7 @@ static __always_inline int tracepoint_hit(void *ctx, __u32 index)
 
 	if (!in_scope(id >> 32))
 		return tp_ret(0);
-	c.index = index;
+	c.index = index & SLOT_MASK;
 	__sync_fetch_and_add(&hits[c.index], 1);
 	bpf_probe_read_kernel(args, sizeof(args), ctx + sizeof(struct trace_entry));
 	c.kind = TRIGGER_TRACEPOINT;
@@ -609,6 +646,46 @@ static __always_inline int tracepoint_hit(void *ctx, __u32 index)
 		return tracepoint_hit(ctx, i);				\
 	}
 FOR_EACH_TRIGGER(TRACEPOINT_HIT)
+
+/*
+ * The daemon's trigger plane: one program per hook for every rule, the rule's slot being
+ * the BPF cookie of its probe (Linux 5.15), so that adding or removing a rule attaches or
+ * detaches its own probes and nothing else (user/triggers.c, triggers__plane_add).
+ */
+static __always_inline __u32 plane_slot(void *ctx)
+{
+	return (__u32)bpf_get_attach_cookie(ctx) & SLOT_MASK;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(plane_uprobe_hit)
+{
+	return probe_hit(ctx, TRIGGER_UPROBE, plane_slot(ctx));
+}
+
+SEC("uprobe")
+int BPF_KPROBE(plane_uprobe_entry)
+{
+	return uprobe_entry(ctx, plane_slot(ctx));
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(plane_uretprobe_exit)
+{
+	return uretprobe_exit(ctx, plane_slot(ctx));
+}
+
+SEC("kprobe")
+int BPF_KPROBE(plane_kprobe_hit)
+{
+	return probe_hit(ctx, TRIGGER_KPROBE, plane_slot(ctx));
+}
+
+SEC("tp")
+int plane_tracepoint_hit(void *ctx)
+{
+	return tracepoint_hit(ctx, plane_slot(ctx));
+}
 
 /* ---- run-queue latency (runqslower's method) ---- */
 
@@ -639,11 +716,15 @@ static __always_inline int runq_qualify(__u64 start, __u32 next_tid, __u32 next_
 	c.comm = next_comm;
 	if (per_index) {
 		/* the plane may hold several run-queue rules: each has its threshold */
-		for (i = 0; i < MAX_TRIGGERS; i++) {
-			if (kinds[i] != TRIGGER_RUNQ_LATENCY)
+		__u32 k, n = nr_runq_list, e;
+
+		for (k = 0; k < PLANE_MAX_LATENCY_RULES && k < n; k++) {
+			e = runq_list[k];
+			if (!e)
 				continue;
+			i = (e - 1) & SLOT_MASK;
 			__sync_fetch_and_add(&hits[i], 1);
-			if (c.latency_ns <= thresh_ns[i])
+			if (c.latency_ns <= idx_thresh_ns[i])
 				continue;
 			c.index = i;
 			fire |= try_fire(&c);
@@ -806,13 +887,40 @@ static __always_inline void sys_enter_common(long nr, __u64 arg0)
 	bpf_map_update_elem(&sys_start, &tid, &e, BPF_ANY);
 }
 
+/* The plane: every syscall rule sees the call. */
+static __always_inline int sys_exit_plane(struct cand *c, __u64 id, __u64 now)
+{
+	__u32 k, n = nr_sys_list, e, i;
+	__s32 nr;
+	int fire = 0;
+
+	for (k = 0; k < PLANE_MAX_LATENCY_RULES && k < n; k++) {
+		e = sys_list[k];
+		if (!e)
+			continue;
+		i = (e - 1) & SLOT_MASK;
+		nr = idx_syscall_nr[i];
+		if (nr >= 0 && nr != (__s64)c->arg0)
+			continue;
+		__sync_fetch_and_add(&hits[i], 1);
+		if (c->latency_ns <= idx_thresh_ns[i])
+			continue;
+		c->index = i;
+		c->kind = TRIGGER_SYSCALL_LATENCY;
+		c->pid = id >> 32;
+		c->tid = (__u32)id;
+		c->now = now;
+		fire |= try_fire(c);
+	}
+	return fire;
+}
+
 static __always_inline int sys_exit_common(long ret)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct sys_entry *e;
 	struct cand c = {};
 	__u32 tid = (__u32)id, i;
-	int fire = 0, r;
 	__u64 now;
 
 	if (!in_scope(id >> 32))
@@ -828,6 +936,8 @@ static __always_inline int sys_exit_common(long ret)
 	c.arg0 = e->nr;
 	c.arg1 = ret;
 	bpf_map_delete_elem(&sys_start, &tid);
+	if (per_index)
+		return sys_exit_plane(&c, id, now);
 	for (i = 0; i < MAX_TRIGGERS; i++) {
 		if (kinds[i] != TRIGGER_SYSCALL_LATENCY)
 			continue;
@@ -841,12 +951,9 @@ static __always_inline int sys_exit_common(long ret)
 		c.pid = id >> 32;
 		c.tid = tid;
 		c.now = now;
-		r = try_fire(&c);
-		if (!per_index)
-			return r;
-		fire |= r;	/* the plane: every syscall rule sees the call */
+		return try_fire(&c);
 	}
-	return fire;
+	return 0;
 }
 
 SEC("tp_btf/sys_enter")

@@ -13,6 +13,19 @@
  */
 #define MAX_TRIGGERS 32
 
+/*
+ * Rules in the daemon's trigger plane (user/triggers.h, triggers__plane_new): slots of
+ * per-rule state in the plane object's .bss, the rule being its probes' BPF cookie. A
+ * power of two (the BPF side masks slot numbers with it). The bound is memory, not
+ * programs: 1024 slots are ~120 KiB of counters and settings in the object.
+ */
+#define PLANE_MAX_RULES 1024
+/*
+ * Run-queue and syscall latency rules in the plane: every context switch and every
+ * system call on the host walks their list, so it is short.
+ */
+#define PLANE_MAX_LATENCY_RULES 64
+
 /* Latency uprobes: nested entries (recursion) remembered per thread and trigger. */
 #define TRIGGER_MAX_DEPTH 8
 

@@ -60,6 +60,9 @@ struct trig {
 	/* kprobe: func; tracepoint: cat/name */
 	char *cat, *name;
 	int syscall_nr;		/* -1: any */
+	/* the plane: this slot's own probes (a latency uprobe has two), its list entry */
+	struct bpf_link *links[2];
+	int list_pos;		/* run-queue/syscall rules: position in runq_list/sys_list */
 };
 
 struct gate {
@@ -76,8 +79,9 @@ struct triggers {
 	enum trigger_attach_mode mode;
 	pid_t tgid;			/* 0: system-wide */
 	pid_t spawn_tgid;		/* a command ptbpf started, 0 with -p */
-	int nr;
-	struct trig trig[MAX_TRIGGERS];
+	int nr;				/* triggers; the plane: slots up to the highest used */
+	int cap;			/* entries of trig[]: MAX_TRIGGERS, or PLANE_MAX_RULES */
+	struct trig *trig;
 	struct bpf_link *links[MAX_LINKS];
 	int nr_links;
 	struct gate gates[MAX_TRIGGERS];
@@ -92,7 +96,12 @@ struct triggers {
 	bool tracefs_mounted;		/* by us: unmounted by triggers__free() */
 	char group[32];			/* tracefs group of our probes: ptbpf_<pid> */
 	struct symbols *ksyms;		/* /proc/kallsyms, for kprobe fires; NULL if none */
-	const struct trigger_scope *scopes;	/* the plane's, per index (NULL: one run) */
+	/* the daemon's plane (triggers__plane_new): slots, and the hooks latency rules share */
+	bool plane;
+	int next_slot;			/* where the search for a free slot starts */
+	int nr_rules;			/* slots in use */
+	int runq_users, sys_users;	/* run-queue / syscall rules attached */
+	struct bpf_link *runq_links[3], *sys_links[2];
 };
 
 static int make_gates(struct triggers *t);
@@ -808,14 +817,6 @@ static int configure(struct triggers *t, const struct capture_opts *o)
 		}
 	}
 	autoload(t->skel->progs.spawn_exec, t->spawn_tgid);
-	if (t->scopes) {
-		ro->per_index = true;
-		for (i = 0; i < t->nr; i++) {
-			ro->idx_tgid[i] = t->scopes[i].tgid > 0 ? t->scopes[i].tgid : 0;
-			ro->idx_nth[i] = t->scopes[i].nth ? t->scopes[i].nth : 1;
-			ro->idx_cooldown_ns[i] = t->scopes[i].cooldown_ns;
-		}
-	}
 	return 0;
 }
 
@@ -862,8 +863,59 @@ static int load_kernel_symbols(struct triggers *t)
 	return 0;
 }
 
+/* A triggers object with room for `cap` triggers, before anything is loaded. */
+static struct triggers *triggers_alloc(int cap)
+{
+	struct triggers *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->trig = calloc(cap, sizeof(*t->trig));
+	if (!t->trig) {
+		free(t);
+		return NULL;
+	}
+	t->cap = cap;
+	snprintf(t->group, sizeof(t->group), "ptbpf_%d", getpid());
+	return t;
+}
+
+/* The kernel features the programs need, said as the missing privilege or kernel. */
+static int check_features(struct triggers *t)
+{
+	triggers__probe_features(&t->features);
+	t->tp_btf = t->features.tp_btf;
+	t->runq_btf = t->tp_btf && t->features.task_storage;
+	if (!t->features.ringbuf && lacks_bpf_privilege()) {
+		/* the feature probe failed on the privilege, not on the kernel */
+		report_missing_privilege();
+		return -EPERM;
+	}
+	if (!t->features.ringbuf) {
+		elog("the triggers need the BPF ring buffer (Linux 5.8 or newer; this kernel has "
+		     "none)\n");
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
+/* Load the configured object; one line on failure. */
+static int load_skeleton(struct triggers *t)
+{
+	int err = trigger_bpf__load(t->skel);
+
+	if (err == -EPERM && lacks_bpf_privilege()) {
+		report_missing_privilege();
+		return err;
+	}
+	if (err)
+		elog("cannot load the trigger BPF programs: %s (run with -vvv for the verifier "
+		     "log)\n", strerror(-err));
+	return err;
+}
+
 static int triggers_new(const struct capture_opts *o, pid_t tgid, enum trigger_attach_mode mode,
-			const struct trigger_scope *scopes, struct triggers **out)
+			struct triggers **out)
 {
 	struct triggers *t;
 	int i, err, runq = 0;
@@ -874,33 +926,19 @@ static int triggers_new(const struct capture_opts *o, pid_t tgid, enum trigger_a
 	*out = NULL;
 	libbpf_set_print(libbpf_print_fn);
 
-	t = calloc(1, sizeof(*t));
+	t = triggers_alloc(MAX_TRIGGERS);
 	if (!t)
 		return -ENOMEM;
 	t->mode = mode;
-	t->scopes = scopes;
 	t->tgid = o->system_wide ? 0 : tgid;
 	t->spawn_tgid = o->cmd ? tgid : 0;
 	t->nr = o->nr_triggers;
-	snprintf(t->group, sizeof(t->group), "ptbpf_%d", getpid());
-	triggers__probe_features(&t->features);
-	t->tp_btf = t->features.tp_btf;
-	t->runq_btf = t->tp_btf && t->features.task_storage;
-	if (!t->features.ringbuf && lacks_bpf_privilege()) {
-		/* the feature probe failed on the privilege, not on the kernel */
-		report_missing_privilege();
-		err = -EPERM;
+	err = check_features(t);
+	if (err)
 		goto cleanup;
-	}
-	if (!t->features.ringbuf) {
-		elog("the triggers need the BPF ring buffer (Linux 5.8 or newer; this kernel has "
-		     "none)\n");
-		err = -EOPNOTSUPP;
-		goto cleanup;
-	}
 
 	for (i = 0; i < t->nr; i++) {
-		if (o->triggers[i].kind == TRIGGER_RUNQ_LATENCY && runq++ && !scopes) {
+		if (o->triggers[i].kind == TRIGGER_RUNQ_LATENCY && runq++) {
 			elog("only one run-queue latency trigger (--latency-over without --uprobe)\n");
 			err = -EINVAL;
 			goto cleanup;
@@ -922,19 +960,9 @@ static int triggers_new(const struct capture_opts *o, pid_t tgid, enum trigger_a
 	err = configure(t, o);
 	if (err)
 		goto cleanup;
-	err = trigger_bpf__load(t->skel);
-	if (err == -EPERM && lacks_bpf_privilege()) {
-		report_missing_privilege();
+	err = load_skeleton(t);
+	if (err)
 		goto cleanup;
-	}
-	if (err) {
-		elog("cannot load the trigger BPF programs: %s (run with -vvv for the verifier "
-		     "log)\n", strerror(-err));
-		goto cleanup;
-	}
-	for (i = 0; scopes && i < t->nr; i++)
-		t->skel->bss->idx_max[i] = scopes[i].max;
-	t->scopes = NULL;	/* the caller's: not kept past this call */
 	t->rb = ring_buffer__new(bpf_map__fd(t->skel->maps.rb), ringbuf_sample, t, NULL);
 	if (!t->rb) {
 		err = -errno;
@@ -961,15 +989,7 @@ cleanup:
 int triggers__new(const struct capture_opts *o, pid_t tgid, enum trigger_attach_mode mode,
 		  struct triggers **out)
 {
-	return triggers_new(o, tgid, mode, NULL, out);
-}
-
-int triggers__new_plane(const struct capture_opts *o, const struct trigger_scope *scopes,
-			struct triggers **out)
-{
-	if (!o || !scopes || !o->system_wide || o->nr_triggers < 1)
-		return -EINVAL;
-	return triggers_new(o, 0, TRIGGER_ATTACH_LINKS, scopes, out);
+	return triggers_new(o, tgid, mode, out);
 }
 
 int triggers__set_index_budget(struct triggers *t, int index, __u64 max, __u64 used,
@@ -992,11 +1012,10 @@ int triggers__check(const struct capture_opts *o)
 
 	if (!o || o->nr_triggers < 0 || o->nr_triggers > MAX_TRIGGERS)
 		return -EINVAL;
-	t = calloc(1, sizeof(*t));
+	t = triggers_alloc(MAX_TRIGGERS);
 	if (!t)
 		return -ENOMEM;
 	t->nr = o->nr_triggers;
-	snprintf(t->group, sizeof(t->group), "ptbpf_%d", getpid());
 	for (i = 0; i < t->nr && !err; i++)
 		err = resolve_trigger(t, &o->triggers[i], &t->trig[i]);
 	triggers__free(t);
@@ -1196,6 +1215,440 @@ int triggers__attach(struct triggers *t)
 	vlog("triggers: attached (%d links%s)\n", t->nr_links,
 	     gate ? ", gates left to the caller" : "");
 	return triggers__arm(t);
+}
+
+/* ---- the daemon's plane: one object, a slot per rule ---- */
+
+static void trig_clear(struct trig *tr)
+{
+	free(tr->desc);
+	free(tr->bin);
+	free(tr->func);
+	free(tr->cat);
+	free(tr->name);
+	symtab__free(tr->st);
+	memset(tr, 0, sizeof(*tr));
+}
+
+static void detach_slot(struct trig *tr)
+{
+	size_t k;
+
+	for (k = 0; k < ARRAY_SIZE(tr->links); k++) {
+		bpf_link__destroy(tr->links[k]);
+		tr->links[k] = NULL;
+	}
+}
+
+static void detach_plane_shared(struct bpf_link **links, size_t n)
+{
+	size_t k;
+
+	for (k = 0; k < n; k++) {
+		bpf_link__destroy(links[k]);
+		links[k] = NULL;
+	}
+}
+
+/* BPF cookies (bpf_get_attach_cookie) in kprobe-type programs: Linux 5.15. */
+static bool have_attach_cookie(void)
+{
+	return libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie, NULL) == 1;
+}
+
+int triggers__plane_new(struct triggers **out)
+{
+	struct trigger_bpf *s;
+	struct triggers *t;
+	int err;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	libbpf_set_print(libbpf_print_fn);
+	t = triggers_alloc(PLANE_MAX_RULES);
+	if (!t)
+		return -ENOMEM;
+	t->mode = TRIGGER_ATTACH_LINKS;
+	t->plane = true;
+	err = check_features(t);
+	if (err)
+		goto cleanup;
+	if (!have_attach_cookie()) {
+		elog("the trigger plane needs BPF cookies (bpf_get_attach_cookie, Linux 5.15 or "
+		     "newer): this kernel has none\n");
+		err = -EOPNOTSUPP;
+		goto cleanup;
+	}
+	t->skel = s = open_skeleton(t->features.atomics);
+	if (!s) {
+		err = -errno;
+		elog("cannot open the trigger BPF object: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	s->rodata->self_tgid = getpid();
+	s->rodata->guardian_tgid = guardian_pid();
+	s->rodata->nth = 1;
+	s->rodata->per_index = true;
+	/*
+	 * Every program a rule of any kind may need, loaded now: a rule added later only
+	 * attaches its probes, and no other rule's probe is touched.
+	 */
+	disable_all(s);
+	autoload(s->progs.plane_uprobe_hit, true);
+	autoload(s->progs.plane_uprobe_entry, true);
+	autoload(s->progs.plane_uretprobe_exit, true);
+	autoload(s->progs.plane_kprobe_hit, true);
+	autoload(s->progs.plane_tracepoint_hit, true);
+	select_trigger(s, TRIGGER_USDT, 0, t->tp_btf, t->runq_btf, false);
+	select_trigger(s, TRIGGER_RUNQ_LATENCY, 0, t->tp_btf, t->runq_btf, false);
+	select_trigger(s, TRIGGER_SYSCALL_LATENCY, 0, t->tp_btf, t->runq_btf, false);
+	err = load_skeleton(t);
+	if (err)
+		goto cleanup;
+	t->rb = ring_buffer__new(bpf_map__fd(s->maps.rb), ringbuf_sample, t, NULL);
+	if (!t->rb) {
+		err = -errno;
+		elog("cannot set up the trigger ring buffer: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	vlog("triggers: plane loaded (%s, run queue %s, %s)\n", t->tp_btf ? "tp_btf" : "tp fallback",
+	     t->runq_btf ? "tp_btf" : "tp", t->features.atomics ? "BPF atomics" : "plain counters");
+	*out = t;
+	return 0;
+
+cleanup:
+	triggers__free(t);
+	return err;
+}
+
+/* A free slot, searched from after the last one taken: a slot just freed is reused last. */
+static int plane_free_slot(struct triggers *t)
+{
+	int k, i;
+
+	for (k = 0; k < t->cap; k++) {
+		i = (t->next_slot + k) % t->cap;
+		if (!t->trig[i].kind) {
+			t->next_slot = (i + 1) % t->cap;
+			return i;
+		}
+	}
+	return -ENOSPC;
+}
+
+/* A free entry of a latency list (runq_list, sys_list), or -ENOSPC. */
+static int plane_list_pos(const __u32 *list, __u32 nr)
+{
+	__u32 k;
+
+	for (k = 0; k < nr; k++)
+		if (!list[k])
+			return k;
+	return nr < PLANE_MAX_LATENCY_RULES ? (int)nr : -ENOSPC;
+}
+
+/* The hooks every rule of a latency kind shares: attached with the first such rule. */
+static int plane_attach_shared(struct triggers *t, enum trigger_kind kind)
+{
+	struct trigger_bpf *s = t->skel;
+	struct bpf_program *progs[3];
+	struct bpf_link **links;
+	int k, n, err;
+
+	if (kind == TRIGGER_RUNQ_LATENCY) {
+		progs[0] = t->runq_btf ? s->progs.sched_wakeup : s->progs.tp_sched_wakeup;
+		progs[1] = t->runq_btf ? s->progs.sched_wakeup_new : s->progs.tp_sched_wakeup_new;
+		progs[2] = t->runq_btf ? s->progs.sched_switch : s->progs.tp_sched_switch;
+		n = 3;
+		links = t->runq_links;
+	} else {
+		progs[0] = t->tp_btf ? s->progs.sys_enter : s->progs.tp_sys_enter;
+		progs[1] = t->tp_btf ? s->progs.sys_exit : s->progs.tp_sys_exit;
+		n = 2;
+		links = t->sys_links;
+	}
+	for (k = 0; k < n; k++) {
+		links[k] = bpf_program__attach(progs[k]);
+		if (!links[k]) {
+			err = -errno ?: -EINVAL;
+			elog("cannot attach %s: %s\n", bpf_program__section_name(progs[k]),
+			     strerror(-err));
+			detach_plane_shared(links, n);
+			return err;
+		}
+	}
+	return 0;
+}
+
+/* Calls of a latency uprobe in flight under `slot`, left by the rule that had it before. */
+static void plane_forget_calls(struct triggers *t, int slot)
+{
+	struct { __u32 tid, index; } key, next;
+	int fd = bpf_map__fd(t->skel->maps.calls);
+	void *prev = NULL;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		if (key.index == (__u32)slot && !bpf_map_delete_elem(fd, &key))
+			continue;	/* deleted: the walk goes on from the previous key */
+		prev = &key;
+	}
+}
+
+/* Zero slot i's state in the kernel: counters, budget, cooldown, handover. */
+static void plane_reset_slot(struct triggers *t, int i)
+{
+	struct trigger_bpf__bss *b = t->skel->bss;
+
+	b->idx_kind[i] = 0;
+	b->idx_thresh_ns[i] = 0;
+	b->idx_syscall_nr[i] = -1;
+	b->idx_tgid[i] = 0;
+	b->idx_nth[i] = 1;
+	b->idx_cooldown_ns[i] = 0;
+	b->idx_max[i] = 0;
+	b->idx_slots[i] = 0;
+	b->idx_seq[i] = 0;
+	b->idx_last_fire_ns[i] = 0;
+	b->idx_pred[i] = 0;
+	b->idx_retired[i] = 0;
+	b->hits[i] = 0;
+	b->qualifying[i] = 0;
+	b->fired[i] = 0;
+	b->suppressed[i] = 0;
+}
+
+static struct bpf_link *plane_attach_probe(struct triggers *t, struct trig *tr, int slot,
+					   struct bpf_program *prog, bool ret)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, uopts, .retprobe = ret, .bpf_cookie = slot);
+	LIBBPF_OPTS(bpf_kprobe_opts, kopts, .bpf_cookie = slot);
+	LIBBPF_OPTS(bpf_tracepoint_opts, topts, .bpf_cookie = slot);
+	LIBBPF_OPTS(bpf_usdt_opts, usdt, .usdt_cookie = slot);
+
+	switch (tr->kind) {
+	case TRIGGER_UPROBE:
+	case TRIGGER_UPROBE_LATENCY:
+		/* every process that maps the file: the rule's process is filtered in BPF */
+		return bpf_program__attach_uprobe_opts(prog, -1, tr->bin, tr->file_off, &uopts);
+	case TRIGGER_KPROBE:
+		return bpf_program__attach_kprobe_opts(prog, tr->func, &kopts);
+	case TRIGGER_TRACEPOINT:
+		return bpf_program__attach_tracepoint_opts(prog, tr->cat, tr->name, &topts);
+	case TRIGGER_USDT:
+		return bpf_program__attach_usdt(prog, -1, tr->bin, tr->cat, tr->name, &usdt);
+	default:
+		errno = EINVAL;
+		return NULL;
+	}
+}
+
+/* Attach slot i's own probes (or enter it in its latency list). */
+static int plane_attach_slot(struct triggers *t, int i)
+{
+	struct trigger_bpf__bss *b = t->skel->bss;
+	struct trigger_bpf *s = t->skel;
+	struct trig *tr = &t->trig[i];
+	struct bpf_program *progs[2] = {};
+	bool ret[2] = { false, true };
+	__u32 *list, *nr;
+	int *users, k, pos, err;
+
+	switch (tr->kind) {
+	case TRIGGER_UPROBE:
+		progs[0] = s->progs.plane_uprobe_hit;
+		break;
+	case TRIGGER_UPROBE_LATENCY:
+		progs[0] = s->progs.plane_uprobe_entry;
+		progs[1] = s->progs.plane_uretprobe_exit;
+		break;
+	case TRIGGER_KPROBE:
+		if (!have_kprobes(t))
+			return kprobe_unavailable(t, i);
+		progs[0] = s->progs.plane_kprobe_hit;
+		break;
+	case TRIGGER_TRACEPOINT:
+		progs[0] = s->progs.plane_tracepoint_hit;
+		break;
+	case TRIGGER_USDT:
+		progs[0] = s->progs.usdt_hit;
+		break;
+	case TRIGGER_RUNQ_LATENCY:
+	case TRIGGER_SYSCALL_LATENCY:
+		if (tr->kind == TRIGGER_RUNQ_LATENCY) {
+			list = b->runq_list;
+			nr = &b->nr_runq_list;
+			users = &t->runq_users;
+		} else {
+			list = b->sys_list;
+			nr = &b->nr_sys_list;
+			users = &t->sys_users;
+		}
+		pos = plane_list_pos(list, *nr);
+		if (pos < 0) {
+			elog("%s: the trigger plane holds at most %d run-queue and %d syscall "
+			     "latency rules (PLANE_MAX_LATENCY_RULES: each context switch or system "
+			     "call walks them)\n", tr->desc, PLANE_MAX_LATENCY_RULES,
+			     PLANE_MAX_LATENCY_RULES);
+			return -ENOSPC;
+		}
+		if (!*users) {
+			err = plane_attach_shared(t, tr->kind);
+			if (err)
+				return err;
+		}
+		++*users;
+		/* the entry, then the high-water mark past it: the hook never sees half of it */
+		__atomic_store_n(&list[pos], i + 1, __ATOMIC_RELEASE);
+		if ((__u32)pos == *nr)
+			__atomic_store_n(nr, pos + 1, __ATOMIC_RELEASE);
+		tr->list_pos = pos;
+		return 0;
+	default:
+		elog("trigger kind %d cannot be armed by BPF\n", tr->kind);
+		return -EINVAL;
+	}
+	for (k = 0; k < 2 && progs[k]; k++) {
+		tr->links[k] = plane_attach_probe(t, tr, i, progs[k], ret[k]);
+		if (!tr->links[k]) {
+			err = -errno ?: -EINVAL;
+			if (tr->kind == TRIGGER_USDT && err == -ENOENT)
+				elog("%s: %s has no USDT probe %s:%s (its probes: readelf -n %s | "
+				     "grep -A2 stapsdt)\n", tr->desc, tr->bin, tr->cat, tr->name,
+				     tr->bin);
+			else if (tr->kind == TRIGGER_KPROBE)
+				elog("%s: cannot attach: %s (is it a traceable kernel function? see "
+				     "available_filter_functions)\n", tr->desc, strerror(-err));
+			else
+				elog("%s: cannot attach: %s\n", tr->desc, strerror(-err));
+			detach_slot(tr);
+			return err;
+		}
+	}
+	return 0;
+}
+
+/* Take slot i out of its latency list; the shared hooks go with the last such rule. */
+static void plane_unlist_slot(struct triggers *t, int i)
+{
+	struct trigger_bpf__bss *b = t->skel->bss;
+	struct trig *tr = &t->trig[i];
+	bool runq = tr->kind == TRIGGER_RUNQ_LATENCY;
+	__u32 *list = runq ? b->runq_list : b->sys_list;
+	__u32 *nr = runq ? &b->nr_runq_list : &b->nr_sys_list;
+	int *users = runq ? &t->runq_users : &t->sys_users;
+
+	if (tr->kind != TRIGGER_RUNQ_LATENCY && tr->kind != TRIGGER_SYSCALL_LATENCY)
+		return;
+	if ((__u32)tr->list_pos >= *nr || list[tr->list_pos] != (__u32)i + 1)
+		return;		/* never entered (attaching it failed) */
+	/* one store: the other rules' entries stay where they are */
+	__atomic_store_n(&list[tr->list_pos], 0, __ATOMIC_RELEASE);
+	if (--*users)
+		return;
+	if (runq)
+		detach_plane_shared(t->runq_links, ARRAY_SIZE(t->runq_links));
+	else
+		detach_plane_shared(t->sys_links, ARRAY_SIZE(t->sys_links));
+	__atomic_store_n(nr, 0, __ATOMIC_RELEASE);
+}
+
+/* A slot of the plane that holds a rule. */
+static bool plane_slot_used(const struct triggers *t, int slot)
+{
+	return t && t->plane && slot >= 0 && slot < t->nr && t->trig[slot].kind;
+}
+
+int triggers__plane_add(struct triggers *t, const struct trigger_spec *spec,
+			const struct trigger_scope *scope, int replaces, int *slot)
+{
+	struct trigger_bpf__bss *b;
+	struct trig *tr;
+	int i, err;
+
+	if (!t || !t->plane || !spec || !scope || !slot ||
+	    (replaces >= 0 && !plane_slot_used(t, replaces)))
+		return -EINVAL;
+	b = t->skel->bss;
+	i = plane_free_slot(t);
+	if (i < 0) {
+		elog("the trigger plane is full: it holds at most %d rules (PLANE_MAX_RULES)\n",
+		     PLANE_MAX_RULES);
+		return i;
+	}
+	tr = &t->trig[i];
+	err = resolve_trigger(t, spec, tr);
+	if (!err && tr->kind == TRIGGER_KPROBE && !t->ksyms)
+		err = load_kernel_symbols(t);
+	if (err)
+		goto fail;
+	/* the slot's settings before its probes: the first hit already sees them */
+	plane_reset_slot(t, i);
+	b->idx_thresh_ns[i] = spec->latency_ns;
+	b->idx_syscall_nr[i] = tr->syscall_nr;
+	b->idx_tgid[i] = scope->tgid > 0 ? scope->tgid : 0;
+	b->idx_nth[i] = scope->nth ? scope->nth : 1;
+	b->idx_cooldown_ns[i] = scope->cooldown_ns;
+	b->idx_max[i] = scope->max;
+	b->idx_pred[i] = replaces >= 0 ? replaces + 1 : 0;
+	__atomic_store_n(&b->idx_kind[i], tr->kind, __ATOMIC_RELEASE);
+	if (i >= t->nr)
+		t->nr = i + 1;
+	if (tr->kind == TRIGGER_UPROBE_LATENCY)
+		plane_forget_calls(t, i);
+	err = plane_attach_slot(t, i);
+	if (err) {
+		plane_reset_slot(t, i);
+		goto fail;
+	}
+	t->nr_rules++;
+	*slot = i;
+	return 0;
+
+fail:
+	trig_clear(tr);
+	return err;
+}
+
+int triggers__plane_activate(struct triggers *t, int slot)
+{
+	struct trigger_bpf__bss *b;
+	__u32 pred;
+
+	if (!plane_slot_used(t, slot))
+		return -EINVAL;
+	b = t->skel->bss;
+	pred = b->idx_pred[slot];
+	/* the handover: from this store on the old slot is quiet and this one fires */
+	if (pred)
+		__atomic_store_n(&b->idx_retired[pred - 1], 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int triggers__plane_remove(struct triggers *t, int slot)
+{
+	struct trigger_bpf__bss *b;
+	int k;
+
+	if (!plane_slot_used(t, slot))
+		return -EINVAL;
+	b = t->skel->bss;
+	detach_slot(&t->trig[slot]);
+	plane_unlist_slot(t, slot);
+	/* a successor waiting for this slot runs on its own from now */
+	for (k = 0; k < t->nr; k++)
+		if (b->idx_pred[k] == (__u32)slot + 1)
+			__atomic_store_n(&b->idx_pred[k], 0, __ATOMIC_RELEASE);
+	plane_reset_slot(t, slot);
+	trig_clear(&t->trig[slot]);
+	t->nr_rules--;
+	return 0;
+}
+
+int triggers__plane_rules(const struct triggers *t)
+{
+	return t && t->plane ? t->nr_rules : -EINVAL;
 }
 
 /* ---- gate mode: tracefs probes and tracepoint perf events ---- */
@@ -1608,7 +2061,7 @@ __u64 triggers__fire_count(const struct triggers *t)
 
 	if (!t || !t->skel)
 		return 0;
-	for (i = 0; i < MAX_TRIGGERS; i++)
+	for (i = 0; i < (int)ARRAY_SIZE(t->skel->bss->fired); i++)
 		n += __atomic_load_n(&t->skel->bss->fired[i], __ATOMIC_RELAXED);
 	return n;
 }
@@ -1667,7 +2120,7 @@ int triggers__stats(const struct triggers *t, int index, struct trigger_stats *s
 {
 	const struct trigger_bpf__bss *b;
 
-	if (!t || !t->skel || !st || index < 0 || index >= t->nr)
+	if (!t || !t->skel || !st || index < 0 || index >= t->nr || !t->trig[index].kind)
 		return -EINVAL;
 	b = t->skel->bss;
 	st->hits = __atomic_load_n(&b->hits[index], __ATOMIC_RELAXED);
@@ -1757,20 +2210,19 @@ void triggers__free(struct triggers *t)
 
 	if (!t)
 		return;
+	for (i = 0; i < t->cap; i++)
+		detach_slot(&t->trig[i]);
+	detach_plane_shared(t->runq_links, ARRAY_SIZE(t->runq_links));
+	detach_plane_shared(t->sys_links, ARRAY_SIZE(t->sys_links));
 	detach_all(t);
 	ring_buffer__free(t->rb);
 	trigger_bpf__destroy(t->skel);
 	remove_gates(t);
 	/* after the gates: their probes live in tracefs */
 	tracefs_unmount(t->tracefs_mounted);
-	for (i = 0; i < MAX_TRIGGERS; i++) {
-		free(t->trig[i].desc);
-		free(t->trig[i].bin);
-		free(t->trig[i].func);
-		free(t->trig[i].cat);
-		free(t->trig[i].name);
-		symtab__free(t->trig[i].st);
-	}
+	for (i = 0; i < t->cap; i++)
+		trig_clear(&t->trig[i]);
+	free(t->trig);
 	symbols__free(t->ksyms);
 	free(t);
 }

@@ -93,11 +93,25 @@ int triggers__new(const struct capture_opts *opts, pid_t tgid, enum trigger_atta
 		  struct triggers **out);
 
 /*
- * The daemon's trigger plane: one object for many rules, trigger i of `opts` (which must
- * be opts->system_wide) being rule i, with its own process, nth, cooldown and budget
- * (per-index conditions in the kernel, bpf/trigger.bpf.c; opts' run-wide nth, max,
- * cooldown, warmup do not apply). Several run-queue and syscall triggers may share it.
- * Links mode; then triggers__attach() as usual; rec->index names the rule.
+ * The daemon's trigger plane: one object for many rules, loaded once with every program a
+ * rule of any kind may need; each rule is a slot (rec->index), the BPF cookie of its own
+ * probes, with its own process, nth, cooldown and budget in the kernel (bpf/trigger.bpf.c).
+ * Adding or removing a rule attaches or detaches that rule's probes only: the others'
+ * links, counters and budgets are not touched. Needs BPF cookies (Linux 5.15).
+ *
+ *	triggers__plane_new(&t);				load; nothing attached
+ *	triggers__plane_add(t, spec, &scope, -1, &slot);	resolve, set, attach: armed
+ *	triggers__plane_remove(t, slot);			detach, clear the slot
+ *
+ * A changed rule, make-before-break: its new slot is attached waiting for the old one,
+ *	triggers__plane_add(t, spec, &scope, old_slot, &slot);
+ *	triggers__plane_activate(t, slot);	one store: the old slot quiet, the new one fires
+ *	triggers__plane_remove(t, old_slot);
+ * so that no hit is missed outside the instant of that store, and none fires in both.
+ *
+ * Up to PLANE_MAX_RULES rules, of which PLANE_MAX_LATENCY_RULES run-queue and as many
+ * syscall latency rules (include/trigger_abi.h); past that triggers__plane_add() says so
+ * and returns -ENOSPC.
  */
 struct trigger_scope {
 	pid_t tgid;		/* the rule's process, 0: any */
@@ -105,8 +119,13 @@ struct trigger_scope {
 	__u64 max;		/* fires allowed until triggers__set_index_budget(); 0: no limit */
 	__u64 cooldown_ns;
 };
-int triggers__new_plane(const struct capture_opts *opts, const struct trigger_scope *scopes,
-			struct triggers **out);
+int triggers__plane_new(struct triggers **out);
+int triggers__plane_add(struct triggers *t, const struct trigger_spec *spec,
+			const struct trigger_scope *scope, int replaces, int *slot);
+int triggers__plane_activate(struct triggers *t, int slot);
+int triggers__plane_remove(struct triggers *t, int slot);
+/* Rules (slots in use) in the plane. */
+int triggers__plane_rules(const struct triggers *t);
 /*
  * A plane rule's budget: `max` fires (0 = no limit) of which `used` are spent (a new
  * hour: 0) and, when not 0, the CLOCK_MONOTONIC ns of its last fire, from which its

@@ -65,8 +65,9 @@ for fam in ptbpf_build_info ptbpf_rules ptbpf_rule_fires_total ptbpf_captures_to
 	ptbpf_bpf_run_seconds_total ptbpf_bpf_runs_total; do
 	grep -q "^$fam[{ ]" "$TMP/http.prom" || fail "no $fam in /metrics"
 done
-# each trigger has its own copy of the entry program (uprobe_hit_N: no attach cookie on 5.10)
-runs=$(awk -F'} ' '/^ptbpf_bpf_runs_total\{rule="handle-feed",program="uprobe_hit(_[0-9]+)?"\}/ { n += $2 } END { print n + 0 }' "$TMP/http.prom")
+# the plane's uprobe program serves every uprobe rule (the rule is its probe's BPF cookie):
+# it is no one rule's, so its rule label is empty
+runs=$(awk -F'} ' '/^ptbpf_bpf_runs_total\{rule="",program="plane_uprobe_hit"\}/ { n += $2 } END { print n + 0 }' "$TMP/http.prom")
 [ "${runs:-0}" -gt 0 ] || fail "BPF run counts are 0 (BPF_ENABLE_STATS)"
 promtool check metrics <"$TMP/http.prom" >"$TMP/promtool.out" 2>&1 ||
 	{ cat "$TMP/promtool.out"; fail "promtool rejects /metrics"; }

@@ -9,12 +9,12 @@
  * systemd watchdog.
  *
  * Backends: events-only rules are one trigger plane in this process (one BPF object,
- * rule = trigger index), each rule's cooldown and hourly budget enforced in the kernel
- * where its match lets the kernel filter (pid, or a uprobe on the matched binary); the
- * capture rules
- * (singlestep, or pt on a PT host) run the capture command (user/capture_cmd.c) as a child
- * on the rule's pid, which writes perf.data files into a work directory the daemon
- * watches, compresses and spools with a manifest. A rule this host cannot run (pt
+ * a rule = a slot, its probes' BPF cookie; a reload attaches and detaches only the slots
+ * of the rules it adds, removes or changes), each rule's cooldown and hourly budget
+ * enforced in the kernel where its match lets the kernel filter (pid, or a uprobe on the
+ * matched binary); the capture rules (singlestep, or pt on a PT host) run the capture
+ * command (user/capture_cmd.c) as a child on the rule's pid, which writes perf.data
+ * files into a work directory the daemon watches, compresses and spools with a manifest. A rule this host cannot run (pt
  * without Intel PT, singlestep without a pid) is reported unavailable; its trigger is
  * still armed, and every fire is counted as suppressed (backend_unavailable).
  */
@@ -92,8 +92,9 @@ struct rule_rt {
 	bool capture;			/* a capture child's rule (else events only) */
 	bool kernel_budget;		/* cooldown and hourly budget are enforced in BPF */
 	bool in_plane;			/* events-only or unavailable: its trigger is in d->plane */
-	int plane_index;		/* its index there (rec->index), -1 before it is built */
-	struct trigger_stats k_base;	/* kernel counters of the planes before this one */
+	int plane_index;		/* its slot there (rec->index), -1 if none */
+	struct rule_rt *successor;	/* a reload changed it: the rule that took over its slot's
+					 * work, and takes its counters when it is disarmed */
 	pid_t child;			/* capture child, 0 if none */
 	bool child_stopping;
 	char workdir[PATH_MAX];
@@ -130,14 +131,13 @@ struct daemon {
 	struct decode_worker *decoder;	/* `decode: host` captures, within decode_cpu_share */
 	struct pending_capture *decoding;	/* captures the decoder has */
 	/*
-	 * The trigger plane: one BPF object for every rule not run by a capture child, its
-	 * trigger i being rule plane_rules[i] (NULL: disarmed since), rebuilt at the end of
-	 * a reload that changed its rules (plane_dirty).
+	 * The trigger plane: one BPF object for every rule not run by a capture child, loaded
+	 * with the first such rule; slot i is rule plane_rules[i] (NULL: free). A reload adds
+	 * and removes the slots of the rules it changes, and touches no other.
 	 */
 	struct triggers *plane;
-	struct rule_rt *plane_rules[MAX_TRIGGERS];
-	unsigned nr_plane;
-	bool plane_dirty;
+	struct rule_rt *plane_rules[PLANE_MAX_RULES];
+	unsigned plane_added, plane_removed;	/* by the configuration being applied */
 	char host[256], boot_id[64], kernel[256], cpu[256];
 	uint64_t reloads_ok, reloads_failed, spool_evicted;
 	uint64_t hour_start, hour_captures, day_start, day_bytes;
@@ -543,7 +543,7 @@ static void describe_fire(struct rule_rt *rt, const struct trigger_rec *rec, con
 static int on_event(void *ctx, const struct trigger_rec *rec)
 {
 	struct daemon *d = ctx;
-	struct rule_rt *rt = rec->index < d->nr_plane ? d->plane_rules[rec->index] : NULL;
+	struct rule_rt *rt = rec->index < PLANE_MAX_RULES ? d->plane_rules[rec->index] : NULL;
 	enum suppress_reason why;
 	struct json_object *o;
 	char sym[256];
@@ -604,10 +604,6 @@ static void read_kernel_counters(struct daemon *d, struct rule_rt *rt)
 		return;
 	if (d->plane && rt->plane_index >= 0 && triggers__stats(d->plane, rt->plane_index, &st))
 		return;
-	/* with what the planes before this one counted */
-	st.qualifying += rt->k_base.qualifying;
-	st.fired += rt->k_base.fired;
-	st.suppressed += rt->k_base.suppressed;
 	nth_skips = rt->r.opts.nth > 1 ? rt->r.opts.nth - 1 : 0;
 	budget = st.qualifying - st.fired;
 	budget = budget > nth_skips ? budget - nth_skips : 0;
@@ -1105,35 +1101,6 @@ static struct trigger_scope plane_scope(const struct rule_rt *rt)
 	return sc;
 }
 
-/* One object with the triggers of `rules`, attached. */
-static int build_plane(struct rule_rt **rules, unsigned n, struct triggers **out)
-{
-	struct trigger_scope scopes[MAX_TRIGGERS];
-	struct capture_opts *o;
-	unsigned k;
-	int err;
-
-	*out = NULL;
-	o = calloc(1, sizeof(*o));
-	if (!o)
-		return -ENOMEM;
-	o->system_wide = true;
-	for (k = 0; k < n; k++) {
-		o->triggers[k] = rules[k]->r.opts.triggers[0];	/* borrowed: the rule's strings */
-		scopes[k] = plane_scope(rules[k]);
-	}
-	o->nr_triggers = n;
-	err = triggers__new_plane(o, scopes, out);
-	if (!err)
-		err = triggers__attach(*out);
-	if (err) {
-		triggers__free(*out);
-		*out = NULL;
-	}
-	free(o);
-	return err;
-}
-
 static void report_armed(const struct rule_rt *rt)
 {
 	const struct rule *r = &rt->r;
@@ -1148,105 +1115,98 @@ static void report_armed(const struct rule_rt *rt)
 }
 
 /*
- * (Re)build the trigger plane from the rules now in it: the old object goes (its kernel
- * counters carried into each rule still there), the new one is loaded and attached with
- * each rule's budget as far as it is used this hour and its cooldown running on. A rule
- * whose trigger cannot be armed fails alone: the others are built again without it.
+ * Put rule `rt` into the trigger plane (loaded with the first rule): a slot of its own,
+ * its probes attached, nothing else touched. With `pred`, the rule it replaces (same
+ * name, changed), make-before-break: the new slot is attached while the old one still
+ * fires, takes over its spent hour and cooldown, and then one store hands the rule over.
+ * Returns 0, or -errno with the rule failed and its reason set.
  */
-static void rebuild_plane(struct daemon *d)
+static int plane_arm(struct daemon *d, struct rule_rt *rt, struct rule_rt *pred)
 {
-	struct rule_rt *rules[MAX_TRIGGERS], *fresh[MAX_TRIGGERS];
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &d->plane };
-	unsigned i, k, n = 0, nf = 0;
-	int err;
+	struct trigger_scope scope = plane_scope(rt);
+	int err, slot;
 
-	d->plane_dirty = false;
-	if (d->plane) {
-		for (k = 0; k < d->nr_plane; k++) {
-			struct rule_rt *rt = d->plane_rules[k];
-			struct trigger_stats st;
-
-			if (rt && !triggers__stats(d->plane, k, &st)) {
-				rt->k_base.qualifying += st.qualifying;
-				rt->k_base.fired += st.fired;
-				rt->k_base.suppressed += st.suppressed;
-			}
+	if (!d->plane) {
+		err = triggers__plane_new(&d->plane);
+		if (err) {
+			snprintf(rt->why, sizeof(rt->why), "cannot load the trigger plane: %s (see "
+				 "the error above)", strerror(-err));
+			goto fail;
 		}
-		/* what waits in the ring is still counted, under the old indexes */
-		triggers__consume(d->plane, on_event, d);
-		epoll_ctl(d->epfd, EPOLL_CTL_DEL, triggers__ringbuf_fd(d->plane), NULL);
-		triggers__free(d->plane);
-		d->plane = NULL;
+		if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, triggers__ringbuf_fd(d->plane), &ev))
+			dlog_event("error", NULL, "plane", NULL, "cannot watch the trigger plane's "
+				   "ring buffer: %s", strerror(errno));
 	}
-	memset(d->plane_rules, 0, sizeof(d->plane_rules));
-	d->nr_plane = 0;
-	for (i = 0; i < d->nr_rules; i++) {
-		struct rule_rt *rt = d->rules[i];
-
-		if (!rt->in_plane || rt->state == RULE_FAILED)
-			continue;
-		if (rt->plane_index < 0)
-			fresh[nf++] = rt;
-		rt->plane_index = -1;
-		if (n == MAX_TRIGGERS) {
-			rt->state = RULE_FAILED;
-			snprintf(rt->why, sizeof(rt->why), "more than %d rules without a capture "
-				 "child: the trigger plane is full (merge or remove rules)",
-				 MAX_TRIGGERS);
-			continue;
-		}
-		rules[n++] = rt;
+	if (pred && (!pred->in_plane || pred->plane_index < 0))
+		pred = NULL;
+	if (pred) {
+		/* the same hour and cooldown: a change of the rule is no new budget */
+		rt->hour_start = pred->hour_start;
+		rt->hour_count = pred->hour_count;
+		rt->day_start = pred->day_start;
+		rt->day_count = pred->day_count;
+		rt->day_bytes = pred->day_bytes;
+		rt->last_cooldown_ns = pred->last_cooldown_ns;
 	}
-	err = n ? build_plane(rules, n, &d->plane) : 0;
+	err = triggers__plane_add(d->plane, &rt->r.opts.triggers[0], &scope,
+				  pred ? pred->plane_index : -1, &slot);
+	if (err == -ENOSPC && triggers__plane_rules(d->plane) >= PLANE_MAX_RULES) {
+		snprintf(rt->why, sizeof(rt->why), "the trigger plane is full: it holds at most %d "
+			 "rules without a capture child (PLANE_MAX_RULES): merge or remove rules",
+			 PLANE_MAX_RULES);
+		goto fail;
+	}
 	if (err) {
-		/* which of them? each alone, then the rest together */
-		unsigned m = 0;
-
-		for (k = 0; k < n; k++) {
-			struct triggers *one;
-			int e = build_plane(&rules[k], 1, &one);
-
-			triggers__free(one);
-			if (e) {
-				rules[k]->state = RULE_FAILED;
-				snprintf(rules[k]->why, sizeof(rules[k]->why), "cannot arm the "
-					 "trigger: %s (see the error above)", strerror(-e));
-				continue;
-			}
-			rules[m++] = rules[k];
-		}
-		n = m;
-		err = n ? build_plane(rules, n, &d->plane) : 0;
-		for (k = 0; err && k < n; k++) {
-			rules[k]->state = RULE_FAILED;
-			snprintf(rules[k]->why, sizeof(rules[k]->why), "cannot arm the trigger "
-				 "plane: %s (see the error above)", strerror(-err));
-		}
-		if (err)
-			n = 0;
+		snprintf(rt->why, sizeof(rt->why), "cannot arm the trigger: %s (see the error "
+			 "above)", strerror(-err));
+		goto fail;
 	}
-	for (k = 0; k < n; k++) {
-		struct rule_rt *rt = rules[k];
-
-		rt->plane_index = k;
-		d->plane_rules[k] = rt;
-		/* this hour's fires so far count; the cooldown runs on from the last */
-		if (kernel_max(rt))
-			triggers__set_index_budget(d->plane, k, kernel_max(rt), rt->hour_count,
-						   rt->last_cooldown_ns);
+	rt->plane_index = slot;
+	d->plane_rules[slot] = rt;
+	if (kernel_max(rt) || rt->last_cooldown_ns)
+		triggers__set_index_budget(d->plane, slot, kernel_max(rt),
+					   kernel_max(rt) ? rt->hour_count : 0,
+					   rt->last_cooldown_ns);
+	if (pred) {
+		triggers__plane_activate(d->plane, slot);
+		pred->successor = rt;
 	}
-	d->nr_plane = n;
-	if (d->plane && epoll_ctl(d->epfd, EPOLL_CTL_ADD, triggers__ringbuf_fd(d->plane), &ev))
-		dlog_event("error", NULL, "plane", NULL, "cannot watch the trigger plane's ring "
-			   "buffer: %s", strerror(errno));
-	if (d->plane)
-		dlog_event("info", NULL, "plane", NULL, "trigger plane: one BPF object, %u rules",
-			   n);
-	for (k = 0; k < nf; k++)
-		report_armed(fresh[k]);
+	d->plane_added++;
+	return 0;
+
+fail:
+	rt->state = RULE_FAILED;
+	return err;
 }
 
-static void arm_rule(struct daemon *d, struct rule_rt *rt)
+/* Take rule `rt` out of the plane: its slot's probes detached, the slot freed. */
+static void plane_disarm(struct daemon *d, struct rule_rt *rt)
+{
+	struct rule_rt *succ = rt->successor;
+	size_t k;
+
+	if (!d->plane || rt->plane_index < 0)
+		return;
+	/* what waits in the ring is still this rule's (and the others') */
+	triggers__consume(d->plane, on_event, d);
+	read_kernel_counters(d, rt);
+	triggers__plane_remove(d->plane, rt->plane_index);
+	d->plane_rules[rt->plane_index] = NULL;
+	rt->plane_index = -1;
+	d->plane_removed++;
+	if (!succ)
+		return;
+	/* a changed rule's counters go on under its name */
+	succ->fires += rt->fires + rt->k_fires;
+	succ->events += rt->events;
+	for (k = 0; k < NR_SUPPRESS; k++)
+		succ->suppressed[k] += rt->suppressed[k] + rt->k_suppressed[k];
+	succ->seq += rt->seq;
+	memcpy(succ->last_fire, rt->last_fire, sizeof(succ->last_fire));
+}
+
+static void arm_rule(struct daemon *d, struct rule_rt *rt, struct rule_rt *pred)
 {
 	const struct rule *r = &rt->r;
 	char why[512] = "";
@@ -1297,14 +1257,10 @@ static void arm_rule(struct daemon *d, struct rule_rt *rt)
 		}
 		goto report;
 	}
-	/*
-	 * events-only, or an unavailable rule whose fires are counted: into the trigger
-	 * plane, built (and the rule reported) once the whole configuration is armed
-	 */
+	/* events-only, or an unavailable rule whose fires are counted: into the trigger plane */
 	rt->in_plane = true;
 	rt->kernel_budget = !needs_user_filter(r);
-	d->plane_dirty = true;
-	return;
+	plane_arm(d, rt, pred);
 report:
 	report_armed(rt);
 }
@@ -1343,13 +1299,8 @@ static void disarm_rule(struct daemon *d, struct rule_rt *rt)
 	for (pc = d->decoding; pc; pc = pc->next)
 		if (pc->rt == rt)
 			pc->rt = NULL;
-	if (rt->in_plane) {
-		/* its trigger stays in the plane, quiet, until the plane is rebuilt */
-		if (rt->plane_index >= 0)
-			d->plane_rules[rt->plane_index] = NULL;
-		rt->plane_index = -1;
-		d->plane_dirty = true;
-	}
+	if (rt->in_plane)
+		plane_disarm(d, rt);
 	if (rt->wd >= 0)
 		inotify_rm_watch(d->ifd, rt->wd);
 	rt->wd = -1;
@@ -1388,14 +1339,40 @@ static void watch_config(struct daemon *d)
 						IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_ATTRIB);
 }
 
-/* Take the new configuration: unchanged rules keep running, the rest are re-armed. */
+/* The unmatched old rule named `name` (a rule the new configuration changed), or NULL. */
+static struct rule_rt *changed_from(struct daemon *d, const char *name)
+{
+	unsigned j;
+
+	for (j = 0; j < d->nr_rules; j++)
+		if (d->rules[j] && !strcmp(d->rules[j]->r.name, name))
+			return d->rules[j];
+	return NULL;
+}
+
+static void disarm_old(struct daemon *d, unsigned j)
+{
+	dlog_event("info", d->rules[j]->r.name, "disarmed", NULL, "disarmed (removed or changed)");
+	disarm_rule(d, d->rules[j]);
+	rule_free(d->rules[j]);
+	d->rules[j] = NULL;
+}
+
+/*
+ * Take the new configuration: unchanged rules keep running untouched (their probes, kernel
+ * counters and budgets), removed ones are disarmed, new ones armed; a changed plane rule
+ * is armed before its old version is disarmed (make-before-break, plane_arm()).
+ */
 static void apply_config(struct daemon *d, struct config *c)
 {
-	struct rule_rt **next;
-	unsigned i, j;
+	struct rule_rt **next, **pred, **old_rules;
+	unsigned i, j, nr_old;
 
 	next = calloc(c->nr_rules ?: 1, sizeof(*next));
-	if (!next) {
+	pred = calloc(c->nr_rules ?: 1, sizeof(*pred));
+	if (!next || !pred) {
+		free(next);
+		free(pred);
 		config_free(c);
 		return;
 	}
@@ -1410,15 +1387,25 @@ static void apply_config(struct daemon *d, struct config *c)
 			}
 		}
 	}
+	for (i = 0; i < c->nr_rules; i++)
+		if (!next[i])
+			pred[i] = changed_from(d, c->rules[i].name);
+	/* the removed rules, and changed ones with a capture child (it goes before the new) */
 	for (j = 0; j < d->nr_rules; j++) {
+		bool handover = false;
+
 		if (!d->rules[j])
 			continue;
-		dlog_event("info", d->rules[j]->r.name, "disarmed", NULL, "disarmed (removed or "
-			   "changed)");
-		disarm_rule(d, d->rules[j]);
-		rule_free(d->rules[j]);
+		for (i = 0; i < c->nr_rules && !handover; i++)
+			handover = pred[i] == d->rules[j] && d->rules[j]->in_plane;
+		if (!handover)
+			disarm_old(d, j);
 	}
-	free(d->rules);
+	for (i = 0; i < c->nr_rules; i++)
+		if (pred[i] && !pred[i]->in_plane)
+			pred[i] = NULL;
+	old_rules = d->rules;
+	nr_old = d->nr_rules;
 	if (d->cfg)
 		config_free(d->cfg);
 	d->cfg = c;
@@ -1438,10 +1425,27 @@ static void apply_config(struct daemon *d, struct config *c)
 			continue;
 		next[i]->r = c->rules[i];	/* moved: the config forgets it */
 		memset(&c->rules[i], 0, sizeof(c->rules[i]));
-		arm_rule(d, next[i]);
+		arm_rule(d, next[i], pred[i]);
 	}
-	if (d->plane_dirty)
-		rebuild_plane(d);
+	/* the old versions of changed rules, now that the new ones fire */
+	d->rules = old_rules;
+	d->nr_rules = nr_old;
+	for (j = 0; j < nr_old; j++)
+		if (old_rules[j])
+			disarm_old(d, j);
+	d->rules = next;
+	d->nr_rules = c->nr_rules;
+	free(old_rules);
+	free(pred);
+	if (d->plane && (d->plane_added || d->plane_removed)) {
+		struct json_object *o = json_object_new_object();
+
+		add_u64(o, "added", d->plane_added);
+		add_u64(o, "removed", d->plane_removed);
+		dlog_event("info", NULL, "plane", o, "trigger plane: one BPF object, %d rules",
+			   triggers__plane_rules(d->plane));
+	}
+	d->plane_added = d->plane_removed = 0;
 	d->dirty = true;
 }
 
@@ -1513,7 +1517,7 @@ static int prog_stat(void *ctx, const char *name, __u64 run_ns, __u64 runs)
 	 */
 	if (us && us[1]) {
 		k = strtoul(us + 1, &end, 10);
-		if (!*end && k < pc->d->nr_plane && pc->d->plane_rules[k])
+		if (!*end && k < PLANE_MAX_RULES && pc->d->plane_rules[k])
 			rule = pc->d->plane_rules[k]->r.name;
 	}
 	sample_head(pc->f, pc->time ? "ptbpf_bpf_run_seconds_total" : "ptbpf_bpf_runs_total",
