@@ -96,6 +96,14 @@ __u32 runq_list[PLANE_MAX_LATENCY_RULES] = {};
 __u32 nr_runq_list = 0;
 __u32 sys_list[PLANE_MAX_LATENCY_RULES] = {};
 __u32 nr_sys_list = 0;
+/*
+ * Tracepoint rules likewise: the kernel runs a program once per tracepoint (the same one
+ * twice is EEXIST), so each tracepoint has one link, its cookie a group number, and its
+ * rules are the entries of tp_list whose idx_tp_group is that number.
+ */
+__u32 tp_list[PLANE_MAX_LATENCY_RULES] = {};
+__u32 nr_tp_list = 0;
+__u32 idx_tp_group[PLANE_MAX_RULES] = {};
 
 /* Written by the loader once everything is attached; warmup counts from here. */
 __u64 armed_ns = 0;
@@ -684,7 +692,17 @@ int BPF_KPROBE(plane_kprobe_hit)
 SEC("tp")
 int plane_tracepoint_hit(void *ctx)
 {
-	return tracepoint_hit(ctx, plane_slot(ctx));
+	__u32 group = (__u32)bpf_get_attach_cookie(ctx), k, n = nr_tp_list, e, i;
+
+	for (k = 0; k < PLANE_MAX_LATENCY_RULES && k < n; k++) {
+		e = tp_list[k];
+		if (!e)
+			continue;
+		i = (e - 1) & SLOT_MASK;
+		if (idx_tp_group[i] == group)
+			tracepoint_hit(ctx, i);
+	}
+	return TP_LINK_RET;
 }
 
 /* ---- run-queue latency (runqslower's method) ---- */

@@ -16,13 +16,17 @@
 /*
  * Rules in the daemon's trigger plane (user/triggers.h, triggers__plane_new): slots of
  * per-rule state in the plane object's .bss, the rule being its probes' BPF cookie. A
- * power of two (the BPF side masks slot numbers with it). The bound is memory, not
- * programs: 1024 slots are ~120 KiB of counters and settings in the object.
+ * power of two (the BPF side masks slot numbers with it). The bound is not the object
+ * (a slot is ~120 bytes) but the kernel's time per probe: attaching a uprobe costs
+ * ~15 ms and detaching one ~50-70 ms on our VM (its unregistration waits for RCU grace
+ * periods, serialized by the kernel's event_mutex), so 256 uprobe rules stop in ~15 s,
+ * well inside systemd's 90 s stop timeout; 1000 took 45-70 s.
  */
-#define PLANE_MAX_RULES 1024
+#define PLANE_MAX_RULES 256
 /*
- * Run-queue and syscall latency rules in the plane: every context switch and every
- * system call on the host walks their list, so it is short.
+ * Run-queue latency, syscall latency and tracepoint rules in the plane, of each kind:
+ * their hook serves them all from a list of slots that every context switch, system call
+ * or tracepoint hit walks, so it is short.
  */
 #define PLANE_MAX_LATENCY_RULES 64
 

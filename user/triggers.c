@@ -102,6 +102,11 @@ struct triggers {
 	int nr_rules;			/* slots in use */
 	int runq_users, sys_users;	/* run-queue / syscall rules attached */
 	struct bpf_link *runq_links[3], *sys_links[2];
+	struct plane_tp {		/* a tracepoint the plane's rules use (group = index) */
+		char *cat, *name;
+		struct bpf_link *link;
+		int users;
+	} tp_groups[PLANE_MAX_LATENCY_RULES];
 };
 
 static int make_gates(struct triggers *t);
@@ -1337,7 +1342,33 @@ static int plane_free_slot(struct triggers *t)
 	return -ENOSPC;
 }
 
-/* A free entry of a latency list (runq_list, sys_list), or -ENOSPC. */
+/*
+ * The list of slots a rule of this kind is entered in (its hook serves them all), or
+ * false for a kind whose rules have probes of their own.
+ */
+static bool plane_list(struct triggers *t, enum trigger_kind kind, __u32 **list, __u32 **nr)
+{
+	struct trigger_bpf__bss *b = t->skel->bss;
+
+	switch (kind) {
+	case TRIGGER_RUNQ_LATENCY:
+		*list = b->runq_list;
+		*nr = &b->nr_runq_list;
+		return true;
+	case TRIGGER_SYSCALL_LATENCY:
+		*list = b->sys_list;
+		*nr = &b->nr_sys_list;
+		return true;
+	case TRIGGER_TRACEPOINT:
+		*list = b->tp_list;
+		*nr = &b->nr_tp_list;
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* A free entry of a list of slots, or -ENOSPC. */
 static int plane_list_pos(const __u32 *list, __u32 nr)
 {
 	__u32 k;
@@ -1346,6 +1377,58 @@ static int plane_list_pos(const __u32 *list, __u32 nr)
 		if (!list[k])
 			return k;
 	return nr < PLANE_MAX_LATENCY_RULES ? (int)nr : -ENOSPC;
+}
+
+/* Tracepoint CAT:NAME's group: its link attached with the first rule on it. */
+static int plane_tp_group(struct triggers *t, const struct trig *tr)
+{
+	LIBBPF_OPTS(bpf_tracepoint_opts, opts);
+	struct plane_tp *g;
+	int k, free_k = -1, err;
+
+	for (k = 0; k < (int)ARRAY_SIZE(t->tp_groups); k++) {
+		g = &t->tp_groups[k];
+		if (g->users && !strcmp(g->cat, tr->cat) && !strcmp(g->name, tr->name))
+			return k;
+		if (!g->users && free_k < 0)
+			free_k = k;
+	}
+	if (free_k < 0)
+		return -ENOSPC;	/* as many tracepoints as list entries: the list is full first */
+	g = &t->tp_groups[free_k];
+	g->cat = strdup(tr->cat);
+	g->name = strdup(tr->name);
+	if (!g->cat || !g->name) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	opts.bpf_cookie = free_k;
+	g->link = bpf_program__attach_tracepoint_opts(t->skel->progs.plane_tracepoint_hit, g->cat,
+						      g->name, &opts);
+	if (!g->link) {
+		err = -errno ?: -EINVAL;
+		elog("%s: cannot attach: %s\n", tr->desc, strerror(-err));
+		goto fail;
+	}
+	return free_k;
+
+fail:
+	free(g->cat);
+	free(g->name);
+	memset(g, 0, sizeof(*g));
+	return err;
+}
+
+static void plane_tp_group_put(struct triggers *t, int k)
+{
+	struct plane_tp *g = &t->tp_groups[k];
+
+	if (--g->users)
+		return;
+	bpf_link__destroy(g->link);
+	free(g->cat);
+	free(g->name);
+	memset(g, 0, sizeof(*g));
 }
 
 /* The hooks every rule of a latency kind shares: attached with the first such rule. */
@@ -1424,7 +1507,6 @@ static struct bpf_link *plane_attach_probe(struct triggers *t, struct trig *tr, 
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, uopts, .retprobe = ret, .bpf_cookie = slot);
 	LIBBPF_OPTS(bpf_kprobe_opts, kopts, .bpf_cookie = slot);
-	LIBBPF_OPTS(bpf_tracepoint_opts, topts, .bpf_cookie = slot);
 	LIBBPF_OPTS(bpf_usdt_opts, usdt, .usdt_cookie = slot);
 
 	switch (tr->kind) {
@@ -1434,8 +1516,6 @@ static struct bpf_link *plane_attach_probe(struct triggers *t, struct trig *tr, 
 		return bpf_program__attach_uprobe_opts(prog, -1, tr->bin, tr->file_off, &uopts);
 	case TRIGGER_KPROBE:
 		return bpf_program__attach_kprobe_opts(prog, tr->func, &kopts);
-	case TRIGGER_TRACEPOINT:
-		return bpf_program__attach_tracepoint_opts(prog, tr->cat, tr->name, &topts);
 	case TRIGGER_USDT:
 		return bpf_program__attach_usdt(prog, -1, tr->bin, tr->cat, tr->name, &usdt);
 	default:
@@ -1468,37 +1548,36 @@ static int plane_attach_slot(struct triggers *t, int i)
 			return kprobe_unavailable(t, i);
 		progs[0] = s->progs.plane_kprobe_hit;
 		break;
-	case TRIGGER_TRACEPOINT:
-		progs[0] = s->progs.plane_tracepoint_hit;
-		break;
 	case TRIGGER_USDT:
 		progs[0] = s->progs.usdt_hit;
 		break;
 	case TRIGGER_RUNQ_LATENCY:
 	case TRIGGER_SYSCALL_LATENCY:
-		if (tr->kind == TRIGGER_RUNQ_LATENCY) {
-			list = b->runq_list;
-			nr = &b->nr_runq_list;
-			users = &t->runq_users;
-		} else {
-			list = b->sys_list;
-			nr = &b->nr_sys_list;
-			users = &t->sys_users;
-		}
+	case TRIGGER_TRACEPOINT:
+		plane_list(t, tr->kind, &list, &nr);
 		pos = plane_list_pos(list, *nr);
 		if (pos < 0) {
-			elog("%s: the trigger plane holds at most %d run-queue and %d syscall "
-			     "latency rules (PLANE_MAX_LATENCY_RULES: each context switch or system "
-			     "call walks them)\n", tr->desc, PLANE_MAX_LATENCY_RULES,
-			     PLANE_MAX_LATENCY_RULES);
+			elog("%s: the trigger plane holds at most %d rules of each of the kinds "
+			     "run-queue latency, syscall latency and tracepoint "
+			     "(PLANE_MAX_LATENCY_RULES: their hook walks them at each hit)\n",
+			     tr->desc, PLANE_MAX_LATENCY_RULES);
 			return -ENOSPC;
 		}
-		if (!*users) {
-			err = plane_attach_shared(t, tr->kind);
-			if (err)
+		if (tr->kind == TRIGGER_TRACEPOINT) {
+			err = plane_tp_group(t, tr);
+			if (err < 0)
 				return err;
+			t->tp_groups[err].users++;
+			b->idx_tp_group[i] = err;
+		} else {
+			users = tr->kind == TRIGGER_RUNQ_LATENCY ? &t->runq_users : &t->sys_users;
+			if (!*users) {
+				err = plane_attach_shared(t, tr->kind);
+				if (err)
+					return err;
+			}
+			++*users;
 		}
-		++*users;
 		/* the entry, then the high-water mark past it: the hook never sees half of it */
 		__atomic_store_n(&list[pos], i + 1, __ATOMIC_RELEASE);
 		if ((__u32)pos == *nr)
@@ -1529,29 +1608,30 @@ static int plane_attach_slot(struct triggers *t, int i)
 	return 0;
 }
 
-/* Take slot i out of its latency list; the shared hooks go with the last such rule. */
+/* Take slot i out of its list; the hook goes with the last rule it serves. */
 static void plane_unlist_slot(struct triggers *t, int i)
 {
-	struct trigger_bpf__bss *b = t->skel->bss;
 	struct trig *tr = &t->trig[i];
-	bool runq = tr->kind == TRIGGER_RUNQ_LATENCY;
-	__u32 *list = runq ? b->runq_list : b->sys_list;
-	__u32 *nr = runq ? &b->nr_runq_list : &b->nr_sys_list;
-	int *users = runq ? &t->runq_users : &t->sys_users;
+	__u32 *list, *nr;
+	int *users;
 
-	if (tr->kind != TRIGGER_RUNQ_LATENCY && tr->kind != TRIGGER_SYSCALL_LATENCY)
+	if (!plane_list(t, tr->kind, &list, &nr))
 		return;
 	if ((__u32)tr->list_pos >= *nr || list[tr->list_pos] != (__u32)i + 1)
 		return;		/* never entered (attaching it failed) */
 	/* one store: the other rules' entries stay where they are */
 	__atomic_store_n(&list[tr->list_pos], 0, __ATOMIC_RELEASE);
-	if (--*users)
-		return;
-	if (runq)
-		detach_plane_shared(t->runq_links, ARRAY_SIZE(t->runq_links));
-	else
-		detach_plane_shared(t->sys_links, ARRAY_SIZE(t->sys_links));
-	__atomic_store_n(nr, 0, __ATOMIC_RELEASE);
+	if (tr->kind == TRIGGER_TRACEPOINT) {
+		plane_tp_group_put(t, t->skel->bss->idx_tp_group[i]);
+	} else {
+		users = tr->kind == TRIGGER_RUNQ_LATENCY ? &t->runq_users : &t->sys_users;
+		if (--*users)
+			return;
+		if (tr->kind == TRIGGER_RUNQ_LATENCY)
+			detach_plane_shared(t->runq_links, ARRAY_SIZE(t->runq_links));
+		else
+			detach_plane_shared(t->sys_links, ARRAY_SIZE(t->sys_links));
+	}
 }
 
 /* A slot of the plane that holds a rule. */
@@ -2214,6 +2294,11 @@ void triggers__free(struct triggers *t)
 		detach_slot(&t->trig[i]);
 	detach_plane_shared(t->runq_links, ARRAY_SIZE(t->runq_links));
 	detach_plane_shared(t->sys_links, ARRAY_SIZE(t->sys_links));
+	for (i = 0; i < (int)ARRAY_SIZE(t->tp_groups); i++) {
+		bpf_link__destroy(t->tp_groups[i].link);
+		free(t->tp_groups[i].cat);
+		free(t->tp_groups[i].name);
+	}
 	detach_all(t);
 	ring_buffer__free(t->rb);
 	trigger_bpf__destroy(t->skel);

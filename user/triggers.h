@@ -109,9 +109,9 @@ int triggers__new(const struct capture_opts *opts, pid_t tgid, enum trigger_atta
  *	triggers__plane_remove(t, old_slot);
  * so that no hit is missed outside the instant of that store, and none fires in both.
  *
- * Up to PLANE_MAX_RULES rules, of which PLANE_MAX_LATENCY_RULES run-queue and as many
- * syscall latency rules (include/trigger_abi.h); past that triggers__plane_add() says so
- * and returns -ENOSPC.
+ * Up to PLANE_MAX_RULES rules, of which PLANE_MAX_LATENCY_RULES of each of the kinds
+ * run-queue latency, syscall latency and tracepoint (include/trigger_abi.h); past that
+ * triggers__plane_add() says so and returns -ENOSPC.
  */
 struct trigger_scope {
 	pid_t tgid;		/* the rule's process, 0: any */

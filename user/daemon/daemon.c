@@ -1157,6 +1157,12 @@ static int plane_arm(struct daemon *d, struct rule_rt *rt, struct rule_rt *pred)
 			 PLANE_MAX_RULES);
 		goto fail;
 	}
+	if (err == -ENOSPC) {
+		snprintf(rt->why, sizeof(rt->why), "the trigger plane holds at most %d rules of "
+			 "each of the kinds run-queue latency, syscall latency and tracepoint "
+			 "(PLANE_MAX_LATENCY_RULES): merge or remove rules", PLANE_MAX_LATENCY_RULES);
+		goto fail;
+	}
 	if (err) {
 		snprintf(rt->why, sizeof(rt->why), "cannot arm the trigger: %s (see the error "
 			 "above)", strerror(-err));
@@ -1360,8 +1366,9 @@ static void disarm_old(struct daemon *d, unsigned j)
 
 /*
  * Take the new configuration: unchanged rules keep running untouched (their probes, kernel
- * counters and budgets), removed ones are disarmed, new ones armed; a changed plane rule
- * is armed before its old version is disarmed (make-before-break, plane_arm()).
+ * counters and budgets), removed ones are disarmed, new ones (and those that failed)
+ * armed; a changed plane rule is armed before its old version is disarmed
+ * (make-before-break, plane_arm()).
  */
 static void apply_config(struct daemon *d, struct config *c)
 {
@@ -1380,7 +1387,9 @@ static void apply_config(struct daemon *d, struct config *c)
 		for (j = 0; j < d->nr_rules; j++) {
 			struct rule_rt *old = d->rules[j];
 
-			if (old && !strcmp(old->r.fingerprint, c->rules[i].fingerprint)) {
+			/* a rule that failed is armed again: the cause may be gone */
+			if (old && old->state != RULE_FAILED &&
+			    !strcmp(old->r.fingerprint, c->rules[i].fingerprint)) {
 				next[i] = old;
 				d->rules[j] = NULL;
 				break;
