@@ -1174,10 +1174,8 @@ static int plane_arm(struct daemon *d, struct rule_rt *rt, struct rule_rt *pred)
 		triggers__set_index_budget(d->plane, slot, kernel_max(rt),
 					   kernel_max(rt) ? rt->hour_count : 0,
 					   rt->last_cooldown_ns);
-	if (pred) {
+	if (pred)
 		triggers__plane_activate(d->plane, slot);
-		pred->successor = rt;
-	}
 	d->plane_added++;
 	return 0;
 
@@ -1435,6 +1433,9 @@ static void apply_config(struct daemon *d, struct config *c)
 		next[i]->r = c->rules[i];	/* moved: the config forgets it */
 		memset(&c->rules[i], 0, sizeof(c->rules[i]));
 		arm_rule(d, next[i], pred[i]);
+		/* its counters go on under its name, whatever it became */
+		if (pred[i])
+			pred[i]->successor = next[i];
 	}
 	/* the old versions of changed rules, now that the new ones fire */
 	d->rules = old_rules;
@@ -2104,8 +2105,10 @@ static const char usage[] =
 	"The fleet agent: arms the rules of FILE (default " DEFAULT_CONFIG ") and of every\n"
 	"*.yaml in DIR (default: rules.d beside FILE), and captures only when a rule fires,\n"
 	"within its budgets, into the spool (zstd perf.data + JSON manifest). SIGHUP or a\n"
-	"change in the configuration's directory reloads; SIGTERM stops cleanly. Logs are\n"
-	"JSON lines on stderr. See README, \"Fleet mode\".\n"
+	"change in the configuration's directory reloads: only the rules added, removed or\n"
+	"changed are re-armed (a changed one before its old version goes), the others run\n"
+	"on untouched. SIGTERM stops cleanly. Logs are JSON lines on stderr. See README,\n"
+	"\"Fleet mode\".\n"
 	"\n"
 	"  -c, --config FILE       the configuration (YAML)\n"
 	"      --rules-dir DIR     drop-in rules (default: rules.d beside FILE)\n"
