@@ -93,8 +93,8 @@ struct rule_rt {
 	bool kernel_budget;		/* cooldown and hourly budget are enforced in BPF */
 	bool in_plane;			/* events-only or unavailable: its trigger is in d->plane */
 	int plane_index;		/* its slot there (rec->index), -1 if none */
-	struct rule_rt *successor;	/* a reload changed it: the rule that took over its slot's
-					 * work, and takes its counters when it is disarmed */
+	struct rule_rt *successor;	/* a reload changed it: the rule that replaced it (same
+					 * name), which takes its counters when it is disarmed */
 	pid_t child;			/* capture child, 0 if none */
 	bool child_stopping;
 	char workdir[PATH_MAX];
@@ -1187,9 +1187,6 @@ fail:
 /* Take rule `rt` out of the plane: its slot's probes detached, the slot freed. */
 static void plane_disarm(struct daemon *d, struct rule_rt *rt)
 {
-	struct rule_rt *succ = rt->successor;
-	size_t k;
-
 	if (!d->plane || rt->plane_index < 0)
 		return;
 	/* what waits in the ring is still this rule's (and the others') */
@@ -1199,9 +1196,16 @@ static void plane_disarm(struct daemon *d, struct rule_rt *rt)
 	d->plane_rules[rt->plane_index] = NULL;
 	rt->plane_index = -1;
 	d->plane_removed++;
+}
+
+/* A changed rule's counters go on under its name, in the rule that replaced it. */
+static void carry_counters(struct rule_rt *rt)
+{
+	struct rule_rt *succ = rt->successor;
+	size_t k;
+
 	if (!succ)
 		return;
-	/* a changed rule's counters go on under its name */
 	succ->fires += rt->fires + rt->k_fires;
 	succ->events += rt->events;
 	for (k = 0; k < NR_SUPPRESS; k++)
@@ -1358,6 +1362,7 @@ static void disarm_old(struct daemon *d, unsigned j)
 {
 	dlog_event("info", d->rules[j]->r.name, "disarmed", NULL, "disarmed (removed or changed)");
 	disarm_rule(d, d->rules[j]);
+	carry_counters(d->rules[j]);
 	rule_free(d->rules[j]);
 	d->rules[j] = NULL;
 }
