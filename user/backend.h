@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "cli.h"
 #include "perfdata.h"
@@ -104,6 +105,17 @@ struct backend_ops {
 	 */
 	int (*locate)(struct backend *b, uint32_t tid, uint64_t ktime, uint32_t *cpu,
 		      uint64_t *time);
+	/*
+	 * Optional: a backend opened system-wide (opts->system_wide, no target: the pt
+	 * backend's rings in the daemon), driven by its user's own loop instead of run().
+	 * sideband_fd() is readable when a ring's sideband should be drained (an epoll fd:
+	 * it nests in the caller's epoll), drain() drains what is there. focus() names the
+	 * process the next snapshot is about: its threads and mappings are read from /proc
+	 * then (it may have started before the rings), as a target's are.
+	 */
+	int (*sideband_fd)(struct backend *b);
+	int (*drain)(struct backend *b);
+	int (*focus)(struct backend *b, pid_t pid);
 };
 
 extern const struct backend_ops pt_backend_ops;

@@ -193,16 +193,7 @@ static int add_trigger_record(struct capture *cap, const struct capture_run *run
 	default:
 		snprintf(desc, sizeof(desc), "%s", triggers__describe(run->s.trig, run->fire.index) ?:
 			 trigger_kind_name(run->fire.kind));
-		tr->kind = run->fire.kind;
-		tr->index = run->fire.index;
-		tr->cpu = run->fire.cpu;
-		tr->pid = run->fire.pid;
-		tr->tid = run->fire.tid;
-		tr->ktime = run->fire.ktime_ns;
-		tr->ip = run->fire.ip;
-		tr->latency_ns = run->fire.latency_ns;
-		tr->arg0 = run->fire.arg0;
-		tr->arg1 = run->fire.arg1;
+		trigger_rec_to_pd(&run->fire, tr);
 		break;
 	}
 	/* Where the firing thread's trace ends, in the capture's own clock. */

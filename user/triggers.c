@@ -2311,3 +2311,17 @@ void triggers__free(struct triggers *t)
 	symbols__free(t->ksyms);
 	free(t);
 }
+
+void trigger_rec_to_pd(const struct trigger_rec *rec, struct pd_trigger *tr)
+{
+	tr->kind = rec->kind;
+	tr->index = rec->index;
+	tr->cpu = rec->cpu;
+	tr->pid = rec->pid;
+	tr->tid = rec->tid;
+	tr->ktime = rec->ktime_ns;
+	tr->ip = rec->ip;
+	tr->latency_ns = rec->latency_ns;
+	tr->arg0 = rec->arg0;
+	tr->arg1 = rec->arg1;
+}

@@ -243,4 +243,11 @@ void triggers__print_stats(const struct triggers *t);
 /* Detach, unload, remove our tracefs probes. NULL-safe. */
 void triggers__free(struct triggers *t);
 
+struct pd_trigger;
+/*
+ * A fire as a capture's trigger record: kind, index, cpu, pid, tid, ktime, ip, latency
+ * and arguments from `rec`; desc and time are the caller's.
+ */
+void trigger_rec_to_pd(const struct trigger_rec *rec, struct pd_trigger *tr);
+
 #endif /* PTBPF_TRIGGERS_H */

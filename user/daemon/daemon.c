@@ -56,6 +56,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "perfdata.h"
+#include "pt_capture.h"
 #include "ptdecode.h"
 #include "spool.h"
 #include "status_sock.h"
@@ -71,7 +72,7 @@
 #define CHILD_STOP_TIMEOUT_S 20
 
 const char *const suppress_reason_names[NR_SUPPRESS] = {
-	"budget", "cooldown", "skip", "spool_full", "backend_unavailable",
+	"budget", "cooldown", "skip", "spool_full", "backend_unavailable", "snapshot",
 };
 const double latency_buckets[NR_LATENCY_BUCKETS] = {
 	0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
@@ -89,7 +90,8 @@ struct rule_rt {
 	struct rule r;			/* moved out of the config that defined it */
 	enum rule_state state;
 	char why[1024];		/* unavailable / failed: the reason and fix */
-	bool capture;			/* a capture child's rule (else events only) */
+	bool capture;			/* a capture child's rule (singlestep) */
+	bool pt;			/* a pt capture rule: its fires snapshot d->pt */
 	bool kernel_budget;		/* cooldown and hourly budget are enforced in BPF */
 	bool in_plane;			/* events-only or unavailable: its trigger is in d->plane */
 	int plane_index;		/* its slot there (rec->index), -1 if none */
@@ -136,6 +138,11 @@ struct daemon {
 	 * and removes the slots of the rules it changes, and touches no other.
 	 */
 	struct triggers *plane;
+	/*
+	 * The system-wide PT rings of the pt capture rules (pt_capture.h): open while one
+	 * is armed, user only unless one asks for the kernel, the largest ring one asks for.
+	 */
+	struct pt_capture *pt;
 	struct rule_rt *plane_rules[PLANE_MAX_RULES];
 	unsigned plane_added, plane_removed;	/* by the configuration being applied */
 	char host[256], boot_id[64], kernel[256], cpu[256];
@@ -290,7 +297,7 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 	return 0;
 }
 
-static void rm_tree(const char *path)
+void rm_tree(const char *path)
 {
 	nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
@@ -478,7 +485,7 @@ static enum suppress_reason budget_check(struct daemon *d, struct rule_rt *rt, u
 	    (r->max_per_day && rt->day_count >= r->max_per_day) ||
 	    (r->max_bytes_per_day && rt->day_bytes >= r->max_bytes_per_day))
 		return SUPPRESS_BUDGET;
-	if (rt->capture) {
+	if (rt->capture || rt->pt) {
 		if (!d->hour_start || now_s - d->hour_start >= 3600) {
 			d->hour_start = now_s;
 			d->hour_captures = 0;
@@ -539,6 +546,8 @@ static void describe_fire(struct rule_rt *rt, const struct trigger_rec *rec, con
 		 what, trigger_kind_name(rec->kind), rec->pid, rec->tid, rec->comm, lat);
 }
 
+static void pt_fire(struct daemon *d, struct rule_rt *rt, const struct trigger_rec *rec);
+
 /* A fire of the plane: rec->index names the rule. */
 static int on_event(void *ctx, const struct trigger_rec *rec)
 {
@@ -556,6 +565,10 @@ static int on_event(void *ctx, const struct trigger_rec *rec)
 		/* counted from the kernel's counters when the kernel filters; else here */
 		if (!rt->kernel_budget)
 			suppress(rt, SUPPRESS_BACKEND_UNAVAILABLE);
+		return 0;
+	}
+	if (rt->pt) {
+		pt_fire(d, rt, rec);
 		return 0;
 	}
 	why = budget_check(d, rt, rec->ktime_ns);
@@ -980,8 +993,13 @@ static void decodes_done(struct daemon *d)
 	}
 }
 
-/* A perf.data a capture child wrote: check the budgets, spool it (decoded first), forget it. */
-static void process_capture(struct daemon *d, struct rule_rt *rt, const char *path)
+/*
+ * A perf.data a capture child or a pt snapshot wrote: check the budgets (unless the fire
+ * was `admitted` already, as a pt fire is before its snapshot), spool it (decoded first),
+ * forget it.
+ */
+static void process_capture(struct daemon *d, struct rule_rt *rt, const char *path,
+			    bool admitted)
 {
 	const struct pd_trigger *tr = NULL;
 	struct pending_capture *pc;
@@ -1014,7 +1032,7 @@ static void process_capture(struct daemon *d, struct rule_rt *rt, const char *pa
 			tr = &pc->cap->records[i].trigger;
 	pc->ktime = tr && tr->ktime ? tr->ktime : mono_ns();
 	pc->latency_ns = tr ? tr->latency_ns : 0;
-	why = budget_check(d, rt, pc->ktime);
+	why = admitted ? NR_SUPPRESS : budget_check(d, rt, pc->ktime);
 	if (why != NR_SUPPRESS) {
 		suppress(rt, why);
 		dlog_event("info", rt->r.name, "suppressed", NULL, "capture dropped: %s",
@@ -1049,6 +1067,8 @@ static void process_capture(struct daemon *d, struct rule_rt *rt, const char *pa
 		snprintf(pc->fxt, sizeof(pc->fxt), "%s.fxt", pc->path);
 		pc->job.cap = pc->cap;
 		pc->job.output = pc->fxt;
+		/* a system-wide snapshot holds every process: the fired one's threads only */
+		pc->job.pid = rt->pt && tr ? tr->pid : 0;
 		if (d->decoder && !decode_worker__submit(d->decoder, &pc->job)) {
 			pc->next = d->decoding;
 			d->decoding = pc;
@@ -1078,11 +1098,146 @@ static void scan_workdir(struct daemon *d, struct rule_rt *rt)
 
 		if (nm[0] != '.' && len > 5 && !strcmp(nm + len - 5, ".data")) {
 			snprintf(p, sizeof(p), "%s/%s", rt->workdir, nm);
-			process_capture(d, rt, p);
+			process_capture(d, rt, p, false);
 		}
 		free(ents[i]);
 	}
 	free(ents);
+}
+
+/* ---- pt capture rules: the system-wide rings ---- */
+
+/*
+ * A fire the daemon suppressed after the kernel let it through: the kernel's count of
+ * this hour's fires goes back to the captures taken, its cooldown to the last one.
+ */
+static void give_back_kernel_budget(struct daemon *d, struct rule_rt *rt)
+{
+	if (d->plane && rt->plane_index >= 0 && kernel_max(rt))
+		triggers__set_index_budget(d->plane, rt->plane_index, kernel_max(rt),
+					   rt->hour_count, rt->last_cooldown_ns);
+}
+
+/*
+ * A pt rule's fire (matched): within budget and not while a snapshot is taken, freeze
+ * the rings, snapshot them for the fired process, resume, and spool it as any capture.
+ */
+static void pt_fire(struct daemon *d, struct rule_rt *rt, const struct trigger_rec *rec)
+{
+	enum suppress_reason why = NR_SUPPRESS;
+	char path[PATH_MAX];
+	int err;
+
+	if (!d->pt)
+		why = SUPPRESS_BACKEND_UNAVAILABLE;
+	else if (pt_capture__busy(d->pt, rec->ktime_ns))
+		why = SUPPRESS_SNAPSHOT;
+	else
+		why = budget_check(d, rt, rec->ktime_ns);
+	if (why != NR_SUPPRESS) {
+		suppress(rt, why);
+		give_back_kernel_budget(d, rt);
+		d->dirty = true;
+		return;
+	}
+	describe_fire(rt, rec, "capture");
+	pathf(path, sizeof(path), "%s/" WORK_DIR "/.pt-%s-%" PRIu64 ".data", d->state_dir,
+	      rt->r.name, rt->seq + 1);
+	err = pt_capture__take(d->pt, rec, rt->r.trigger_desc, path);
+	if (err) {
+		rt->captures_failed++;
+		rt->fires++;
+		unlink(path);
+		give_back_kernel_budget(d, rt);
+		dlog_event("error", rt->r.name, "capture_failed", NULL, "the PT snapshot for pid "
+			   "%u failed: %s", rec->pid, strerror(-err));
+		d->dirty = true;
+		return;
+	}
+	dlog_event("debug", rt->r.name, "snapshot", NULL, "PT snapshot %u for pid %u tid %u: "
+		   "%.2f ms from freeze to resume", pt_capture__snapshots(d->pt), rec->pid,
+		   rec->tid, pt_capture__last_ns(d->pt) / 1e6);
+	process_capture(d, rt, path, true);
+}
+
+static bool pt_rule_wants_kernel(const struct daemon *d, const struct rule_rt *also)
+{
+	unsigned i;
+
+	if (also && also->r.kernel)
+		return true;
+	for (i = 0; i < d->nr_rules; i++)
+		if (d->rules[i] && d->rules[i]->pt && d->rules[i]->state == RULE_ARMED &&
+		    d->rules[i]->r.kernel)
+			return true;
+	return false;
+}
+
+static void pt_rings_close(struct daemon *d)
+{
+	if (!d->pt)
+		return;
+	epoll_ctl(d->epfd, EPOLL_CTL_DEL, pt_capture__fd(d->pt), NULL);
+	pt_capture__free(d->pt);
+	d->pt = NULL;
+}
+
+static int pt_rings_open(struct daemon *d, uint64_t buffer_size, bool kernel, char *why,
+			 size_t size)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &d->pt };
+	int err;
+
+	err = pt_capture__open(buffer_size, kernel, why, size, &d->pt);
+	if (err)
+		return err;
+	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, pt_capture__fd(d->pt), &ev)) {
+		err = -errno;
+		snprintf(why, size, "cannot watch the PT rings: %s", strerror(-err));
+		pt_rings_close(d);
+		return err;
+	}
+	dlog_event("info", NULL, "pt_rings", NULL, "system-wide PT rings armed: %s",
+		   pt_capture__describe(d->pt));
+	return 0;
+}
+
+/*
+ * The rings a pt rule needs: opened with the first such rule, reopened when one needs a
+ * larger ring or the kernel too (PT is exclusive per CPU: the old rings go first, and
+ * come back as they were if the new ones cannot be had). 0, or -errno with `why` set.
+ */
+static int pt_rings_for(struct daemon *d, const struct rule_rt *rt, char *why, size_t size)
+{
+	uint64_t have = d->pt ? pt_capture__buffer_size(d->pt) : 0, want = rt->r.buffer_size;
+	bool kernel = pt_rule_wants_kernel(d, rt), had_kernel = pt_capture__kernel(d->pt);
+	char again[256];
+	int err;
+
+	if (d->pt && (!want || want <= have) && (!kernel || had_kernel))
+		return 0;
+	if (want < have)
+		want = have;
+	pt_rings_close(d);
+	err = pt_rings_open(d, want, kernel, why, size);
+	if (err && have && pt_rings_open(d, have, had_kernel, again, sizeof(again)))
+		dlog_event("error", NULL, "pt_rings", NULL, "the PT rings could not be opened "
+			   "again: %s", again);
+	return err;
+}
+
+/* No armed pt rule is left (a reload): the rings go. */
+static void pt_rings_sync(struct daemon *d)
+{
+	unsigned i;
+
+	for (i = 0; i < d->nr_rules; i++)
+		if (d->rules[i] && d->rules[i]->pt && d->rules[i]->state == RULE_ARMED)
+			return;
+	if (d->pt)
+		dlog_event("info", NULL, "pt_rings", NULL, "no pt rule armed: the PT rings are "
+			   "closed");
+	pt_rings_close(d);
 }
 
 /* ---- arming ---- */
@@ -1107,6 +1262,7 @@ static void report_armed(const struct rule_rt *rt)
 
 	if (rt->state == RULE_ARMED)
 		dlog_event("info", r->name, "armed", NULL, "armed: %s, %s", r->trigger_desc,
+			   rt->pt ? "pt capture on the system-wide rings" :
 			   rt->capture ? "capture" : "events only");
 	else
 		dlog_event(rt->state == RULE_FAILED ? "error" : "warning", r->name,
@@ -1237,12 +1393,14 @@ static void arm_rule(struct daemon *d, struct rule_rt *rt, struct rule_rt *pred)
 		break;
 	case RULE_BACKEND_PT:
 	case RULE_BACKEND_AUTO:
-		if (pt && r->pid)
-			backend = "pt";
-		else if (pt)
-			snprintf(rt->why, sizeof(rt->why), "the pt backend captures a match.pid "
-				 "rule in this version; system-wide pt capture is not implemented");
-		else if (r->backend == RULE_BACKEND_AUTO && r->pid)
+		if (pt) {
+			/* into the plane, snapshotting the system-wide rings */
+			rt->pt = true;
+			err = pt_rings_for(d, rt, why, sizeof(why));
+			if (err)
+				snprintf(rt->why, sizeof(rt->why), "the system-wide PT rings: %s",
+					 why);
+		} else if (r->backend == RULE_BACKEND_AUTO && r->pid)
 			backend = "singlestep";
 		else
 			snprintf(rt->why, sizeof(rt->why), "backend pt: %s", why);
@@ -1265,7 +1423,7 @@ static void arm_rule(struct daemon *d, struct rule_rt *rt, struct rule_rt *pred)
 		}
 		goto report;
 	}
-	/* events-only, or an unavailable rule whose fires are counted: into the trigger plane */
+	/* events-only, pt, or an unavailable rule whose fires are counted: into the plane */
 	rt->in_plane = true;
 	rt->kernel_budget = !needs_user_filter(r);
 	plane_arm(d, rt, pred);
@@ -1452,6 +1610,8 @@ static void apply_config(struct daemon *d, struct config *c)
 	d->nr_rules = c->nr_rules;
 	free(old_rules);
 	free(pred);
+	/* the rings go once no pt rule is armed (the old versions are gone now) */
+	pt_rings_sync(d);
 	if (d->plane && (d->plane_added || d->plane_removed)) {
 		struct json_object *o = json_object_new_object();
 
@@ -1853,7 +2013,7 @@ static void tick(struct daemon *d)
 		roll_windows(d, rt, now_s);
 		/* a capture whose budget ran out starts again in its next window */
 		if (rt->capture && !rt->child && rt->state == RULE_ARMED && pid_alive(rt->r.pid))
-			spawn_capture(d, rt, pt_backend_ops.usable(NULL, 0) ? "pt" : "singlestep");
+			spawn_capture(d, rt, "singlestep");
 	}
 	if (d->watchdog_usec)
 		sd_notify(0, "WATCHDOG=1");
@@ -1907,7 +2067,7 @@ static int handle_inotify(struct daemon *d)
 					snprintf(path, sizeof(path), "%s/%s", d->rules[i]->workdir,
 						 ev->name);
 					if (!access(path, F_OK))
-						process_capture(d, d->rules[i], path);
+						process_capture(d, d->rules[i], path, false);
 				}
 		}
 	}
@@ -1958,6 +2118,9 @@ static int run_loop(struct daemon *d)
 				serve_status(d);
 			} else if (ptr == &d->decoder) {
 				decodes_done(d);
+			} else if (ptr == &d->pt) {
+				if (d->pt)
+					pt_capture__drain(d->pt);
 			} else {
 				/* the trigger plane (ptr == &d->plane) */
 				if (d->plane)
@@ -2264,6 +2427,7 @@ out:
 		triggers__free(d->plane);
 		d->plane = NULL;
 	}
+	pt_rings_close(d);
 	free(d->rules);
 	d->rules = NULL;
 	d->nr_rules = 0;

@@ -19,6 +19,7 @@ enum suppress_reason {
 	SUPPRESS_SKIP,
 	SUPPRESS_SPOOL_FULL,
 	SUPPRESS_BACKEND_UNAVAILABLE,
+	SUPPRESS_SNAPSHOT,		/* a pt fire while the rings were frozen for another */
 	NR_SUPPRESS,
 };
 extern const char *const suppress_reason_names[NR_SUPPRESS];
@@ -34,5 +35,8 @@ extern const double latency_buckets[NR_LATENCY_BUCKETS];
 void dlog_event(const char *level, const char *rule, const char *event,
 		struct json_object *extra, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 void dlog_set_json(bool json);
+
+/* Remove a file or a directory tree (no symlink followed); what cannot go stays. */
+void rm_tree(const char *path);
 
 #endif /* PTBPF_DAEMON_DAEMON_H */

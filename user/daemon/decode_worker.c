@@ -85,6 +85,11 @@ static void *worker_main(void *arg)
 			struct decode_opts o = { .output = job->output, .format = DECODE_FXT,
 						 .jobs = 1 };
 
+			if (job->pid) {
+				o.pids = &job->pid;
+				o.nr_pids = 1;
+			}
+
 			pthread_mutex_lock(&w->lock);
 			w->running = &cs;
 			if (w->stopping || w->share != share)

@@ -23,6 +23,7 @@ struct decode_job {
 	struct decode_job *next;	/* the worker's lists */
 	const struct capture *cap;	/* to decode (the submitter's, untouched until done) */
 	const char *output;		/* FXT path */
+	uint32_t pid;			/* decode only this process's threads; 0: all */
 	void *ctx;			/* the submitter's */
 	int err;			/* result: 0, -errno, -ECANCELED (stopped first) */
 	struct decode_stats stats;

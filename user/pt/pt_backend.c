@@ -123,6 +123,7 @@ struct backend {
 	bool hooks_added;
 	bool enabled;
 	unsigned int snapshots;
+	pid_t focus_pid;		/* system-wide: the process the next snapshot is about */
 	uint64_t lost;			/* records the kernel reported lost */
 	char desc[320];
 };
@@ -1077,6 +1078,7 @@ static int pt_snapshot(struct backend *b, struct capture *cap)
 	uint64_t *ids;
 	uint8_t *vdso = NULL;
 	size_t vdso_size = 0;
+	pid_t focus;
 	int i, err;
 
 	if (!b || !cap)
@@ -1121,12 +1123,16 @@ static int pt_snapshot(struct backend *b, struct capture *cap)
 			return -ENOMEM;
 	}
 
-	/* what the target had mapped before the rings were opened, at time 0 */
-	if (b->target && b->target->pid > 0) {
+	/*
+	 * what the target (system-wide: the process focus() named) had mapped before the
+	 * rings were opened, at time 0
+	 */
+	focus = b->target && b->target->pid > 0 ? b->target->pid : b->focus_pid;
+	if (focus > 0) {
 		tmpl.cpu = b->cpus[0].cpu;
 		tmpl.id = b->cpus[0].id;
 		tmpl.valid = PT_SAMPLE_TYPE;
-		err = proc_synth_process(cap, b->target->pid, &tmpl);
+		err = proc_synth_process(cap, focus, &tmpl);
 		if (err < 0 && err != -ESRCH)
 			return err;
 	}
@@ -1241,6 +1247,34 @@ static int pt_locate(struct backend *b, uint32_t tid, uint64_t ktime, uint32_t *
 	return 0;
 }
 
+static int pt_sideband_fd(struct backend *b)
+{
+	return b ? b->epfd : -EINVAL;
+}
+
+/* The sideband of every CPU whose ring has some, into its history (what run() does). */
+static int pt_drain(struct backend *b)
+{
+	int i, err;
+
+	if (!b)
+		return -EINVAL;
+	for (i = 0; i < b->nr_cpus; i++) {
+		err = drain_cpu(b, &b->cpus[i]);
+		if (err && err != -EINVAL)
+			return err;
+	}
+	return 0;
+}
+
+static int pt_focus(struct backend *b, pid_t pid)
+{
+	if (!b || pid < 0)
+		return -EINVAL;
+	b->focus_pid = pid;
+	return 0;
+}
+
 static const char *pt_describe(struct backend *b)
 {
 	return b ? b->desc : "pt";
@@ -1261,4 +1295,7 @@ const struct backend_ops pt_backend_ops = {
 	.describe = pt_describe,
 	.close = pt_close,
 	.locate = pt_locate,
+	.sideband_fd = pt_sideband_fd,
+	.drain = pt_drain,
+	.focus = pt_focus,
 };
