@@ -370,6 +370,30 @@ static pid_t start_daemon(void)
 	return pid;
 }
 
+/* `ptbpf daemon status` of the test's daemon into `out`; its exit status. */
+static int run_status(const char *out)
+{
+	char state[128];
+	int status;
+	pid_t pid;
+
+	snprintf(state, sizeof(state), "%s/state", tmp);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		char *argv[] = { "ptbpf daemon", "status", "--state-dir", state, NULL };
+		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		dup2(fd, 1);
+		close(fd);
+		fd = cmd_daemon(4, argv);
+		fflush(stdout);
+		_exit(fd);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 /* Calls the probed function as fast as it can until killed. */
 static pid_t start_storm(void)
 {
@@ -498,6 +522,14 @@ static void test_daemon_pt_rule(void **state)
 		snprintf(cmd, sizeof(cmd), "\"pid\": %d,", storm);
 		assert_non_null(strstr(slurp(text), cmd));
 	}
+
+	/* `ptbpf daemon status`: the rule armed, the rings and their snapshots */
+	snprintf(path, sizeof(path), "%s/status.txt", tmp);
+	assert_int_equal(run_status(path), 0);
+	if (!strstr(slurp(path), "rule pt-wide: armed") ||
+	    !strstr(slurp(path), "system-wide PT rings: pt: ") ||
+	    !strstr(slurp(path), "; 3 snapshots"))
+		fail_msg("status:\n%s", slurp(path));
 
 	status = stop(daemon);
 	daemon_pid = 0;

@@ -2,21 +2,25 @@
 /*
  * `ptbpf daemon`: the fleet agent. Loads the rules (config.c), arms them, and captures
  * only when a rule fires, within its budgets, into the spool (spool.c). One loop (epoll)
- * serves the fires of the events-only rules (the trigger plane's ring buffer), the
- * captures the capture children write and the decode worker decodes, signals (SIGHUP
+ * serves the fires of the events-only and pt rules (the trigger plane's ring buffer),
+ * the system-wide PT rings' sideband, the captures the capture children write and the
+ * decode worker decodes, signals (SIGHUP
  * reload, SIGTERM/SIGINT stop, SIGCHLD), changes in the configuration directory
  * (inotify), the status socket, and a 1 s tick for budgets, the metrics and the
  * systemd watchdog.
  *
- * Backends: events-only rules are one trigger plane in this process (one BPF object,
- * a rule = a slot, its probes' BPF cookie; a reload attaches and detaches only the slots
- * of the rules it adds, removes or changes), each rule's cooldown and hourly budget
- * enforced in the kernel where its match lets the kernel filter (pid, or a uprobe on the
- * matched binary); the capture rules (singlestep, or pt on a PT host) run the capture
- * command (user/capture_cmd.c) as a child on the rule's pid, which writes perf.data
- * files into a work directory the daemon watches, compresses and spools with a manifest. A rule this host cannot run (pt
- * without Intel PT, singlestep without a pid) is reported unavailable; its trigger is
- * still armed, and every fire is counted as suppressed (backend_unavailable).
+ * Backends: events-only and pt rules are one trigger plane in this process (one BPF
+ * object, a rule = a slot, its probes' BPF cookie; a reload attaches and detaches only
+ * the slots of the rules it adds, removes or changes), each rule's cooldown and hourly
+ * budget enforced in the kernel where its match lets the kernel filter (pid, or a uprobe
+ * on the matched binary). A pt rule's fire snapshots the daemon's system-wide PT rings
+ * (pt_capture.c) for the fired process. The singlestep rules run the capture command
+ * (user/capture_cmd.c) as a child on the rule's pid (the stepping tracer must own its
+ * target), which writes perf.data files into a work directory the daemon watches. Both
+ * kinds of capture are compressed and spooled with a manifest the same way
+ * (process_capture). A rule this host cannot run (pt without Intel PT, singlestep
+ * without a pid) is reported unavailable; its trigger is still armed, and every fire is
+ * counted as suppressed (backend_unavailable).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -1864,6 +1868,10 @@ static struct json_object *status_json(struct daemon *d)
 	add_u64(s, "reloads_ok", d->reloads_ok);
 	add_u64(s, "reloads_failed", d->reloads_failed);
 	json_object_object_add(s, "ready", json_object_new_boolean(d->ready));
+	if (d->pt) {
+		add_str(s, "pt_rings", pt_capture__describe(d->pt));
+		add_u64(s, "pt_snapshots", pt_capture__snapshots(d->pt));
+	}
 	for (i = 0; i < d->nr_rules; i++) {
 		struct rule_rt *rt = d->rules[i];
 		struct json_object *r = json_object_new_object(), *sup = json_object_new_object();
@@ -2236,6 +2244,10 @@ static int cmd_status(const char *state_dir, bool json)
 	printf("reloads: %s ok, %s failed\n",
 	       json_object_get_string(json_object_object_get(s, "reloads_ok")),
 	       json_object_get_string(json_object_object_get(s, "reloads_failed")));
+	if (json_object_object_get(s, "pt_rings"))
+		printf("system-wide PT rings: %s; %s snapshots\n",
+		       json_object_get_string(json_object_object_get(s, "pt_rings")),
+		       json_object_get_string(json_object_object_get(s, "pt_snapshots")));
 	rules = json_object_object_get(s, "rules");
 	for (i = 0; i < json_object_array_length(rules); i++) {
 		struct json_object *r = json_object_array_get_idx(rules, i), *why, *last;
@@ -2272,7 +2284,10 @@ static const char usage[] =
 	"\n"
 	"The fleet agent: arms the rules of FILE (default " DEFAULT_CONFIG ") and of every\n"
 	"*.yaml in DIR (default: rules.d beside FILE), and captures only when a rule fires,\n"
-	"within its budgets, into the spool (zstd perf.data + JSON manifest). SIGHUP or a\n"
+	"within its budgets, into the spool (zstd perf.data + JSON manifest). events-only\n"
+	"and pt rules share one trigger plane (one BPF object); pt rules, whatever they\n"
+	"match, snapshot one set of system-wide Intel PT rings (every CPU) for the fired\n"
+	"process; singlestep rules (match.pid only) run a capture child each. SIGHUP or a\n"
 	"change in the configuration's directory reloads: only the rules added, removed or\n"
 	"changed are re-armed (a changed one before its old version goes), the others run\n"
 	"on untouched. SIGTERM stops cleanly. Logs are JSON lines on stderr. See README,\n"
@@ -2282,8 +2297,8 @@ static const char usage[] =
 	"      --rules-dir DIR     drop-in rules (default: rules.d beside FILE)\n"
 	"      --check-config FILE validate FILE and its drop-ins, print every error with its\n"
 	"                          file and line, exit 2 if any\n"
-	"      --state-dir DIR     the status socket (root only) and the capture children's\n"
-	"                          work files (default " DEFAULT_STATE_DIR ")\n"
+	"      --state-dir DIR     the status socket (root only) and the captures' work\n"
+	"                          files (default " DEFAULT_STATE_DIR ")\n"
 	"      --json              status: the state as one JSON object\n"
 	"  -h, --help              this text\n"
 	"\n"
