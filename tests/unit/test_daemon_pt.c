@@ -226,6 +226,8 @@ static void test_fire_snapshot(void **state)
 	}
 	assert_int_equal(alive_pt_events(), ncpu);		/* the rings kept */
 	assert_int_equal(pt_capture__snapshots(pc), 1);
+	printf("freeze to resume: %.2f ms (%d simulated CPUs, 16 KiB rings)\n",
+	       pt_capture__last_ns(pc) / 1e6, ncpu);
 	/* a fire from before the snapshot ended is no new capture; a later one is */
 	assert_true(pt_capture__busy(pc, rec.ktime_ns));
 	assert_false(pt_capture__busy(pc, mono_now()));
@@ -521,6 +523,27 @@ static void test_daemon_pt_rule(void **state)
 	if (!strstr(slurp(text), cmd)) {
 		snprintf(cmd, sizeof(cmd), "\"pid\": %d,", storm);
 		assert_non_null(strstr(slurp(text), cmd));
+	}
+
+	/* fire -> spooled of each capture, as the daemon logged it */
+	{
+		const char *log, *p = slurp(logp);
+
+		printf("pt-wide: fire -> spooled");
+		while ((p = strstr(p, "\"fire_to_spooled_ns\":"))) {
+			p += strlen("\"fire_to_spooled_ns\":");
+			printf(" %.2f ms", strtoull(p, NULL, 10) / 1e6);
+		}
+		printf("; frozen (freeze to resume)");
+		for (log = p = slurp(logp); (p = strstr(p, " ms from freeze to resume")); p++) {
+			const char *b = p;
+
+			while (b > log && b[-1] != ' ')
+				b--;
+			printf(" %.*s ms", (int)(p - b), b);
+		}
+		printf(" (%d simulated CPUs, 16 KiB rings, the daemon's PT path without the "
+		       "hardware)\n", online_count());
 	}
 
 	/* `ptbpf daemon status`: the rule armed, the rings and their snapshots */

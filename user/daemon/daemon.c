@@ -97,7 +97,7 @@ struct rule_rt {
 	bool capture;			/* a capture child's rule (singlestep) */
 	bool pt;			/* a pt capture rule: its fires snapshot d->pt */
 	bool kernel_budget;		/* cooldown and hourly budget are enforced in BPF */
-	bool in_plane;			/* events-only or unavailable: its trigger is in d->plane */
+	bool in_plane;			/* events-only, pt or unavailable: its trigger is in d->plane */
 	int plane_index;		/* its slot there (rec->index), -1 if none */
 	struct rule_rt *successor;	/* a reload changed it: the rule that replaced it (same
 					 * name), which takes its counters when it is disarmed */

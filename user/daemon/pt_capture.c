@@ -172,6 +172,12 @@ int pt_capture__take(struct pt_capture *pc, const struct trigger_rec *rec, const
 	}
 	if (!err)
 		err = ops->snapshot(pc->b, cap);
+	/* the capture holds its own copy of the rings now: they run on while it is written */
+	rerr = ops->resume(pc->b);
+	if (rerr)
+		elog("pt: cannot resume the system-wide PT rings: %s\n", strerror(-rerr));
+	pc->busy_until = mono_ns();
+	pc->last_ns = pc->busy_until - start;
 	if (!err)
 		err = add_trigger(pc, cap, rec, desc);
 	if (!err)
@@ -183,11 +189,6 @@ int pt_capture__take(struct pt_capture *pc, const struct trigger_rec *rec, const
 	if (cap && cap->kcore_dir)
 		rm_tree(cap->kcore_dir);
 	capture__free(cap);
-	rerr = ops->resume(pc->b);
-	if (rerr)
-		elog("pt: cannot resume the system-wide PT rings: %s\n", strerror(-rerr));
-	pc->busy_until = mono_ns();
-	pc->last_ns = pc->busy_until - start;
 	if (!err)
 		pc->snapshots++;
 	return err ?: rerr;

@@ -48,13 +48,14 @@ bool pt_capture__busy(const struct pt_capture *pc, uint64_t ktime_ns);
 
 /*
  * One snapshot for the fire `rec` (the trigger `desc` describes): freeze, copy every
- * CPU's ring and sideband and /proc of rec->pid into `path` (a perf.data with the
- * trigger record), resume. The rings are resumed whatever happened. 0 or -errno.
+ * CPU's ring and sideband and /proc of rec->pid, resume, then write the copy to `path`
+ * (a perf.data with the trigger record). The rings are resumed whatever happened.
+ * 0 or -errno.
  */
 int pt_capture__take(struct pt_capture *pc, const struct trigger_rec *rec, const char *desc,
 		     const char *path);
 
-/* Snapshots taken, and the wall time of the last one from freeze to resume. */
+/* Snapshots taken, and the last one's time from freeze to resume (the rings' gap). */
 unsigned pt_capture__snapshots(const struct pt_capture *pc);
 uint64_t pt_capture__last_ns(const struct pt_capture *pc);
 /* One line: CPUs, ring size, freeze path (the backend's describe()). */
