@@ -1140,7 +1140,13 @@ static void pt_fire(struct daemon *d, struct rule_rt *rt, const struct trigger_r
 		why = budget_check(d, rt, rec->ktime_ns);
 	if (why != NR_SUPPRESS) {
 		suppress(rt, why);
-		give_back_kernel_budget(d, rt);
+		/*
+		 * Not a capture, but not the rule's choice either: the hour's budget is given
+		 * back. (A fire over the daemon's own budgets, or skipped, spends it, as for
+		 * an events-only rule: giving it back would let every later fire wake us.)
+		 */
+		if (why == SUPPRESS_SNAPSHOT)
+			give_back_kernel_budget(d, rt);
 		d->dirty = true;
 		return;
 	}
