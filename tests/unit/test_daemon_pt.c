@@ -554,6 +554,21 @@ static void test_daemon_pt_rule(void **state)
 	    !strstr(slurp(path), "; 3 snapshots"))
 		fail_msg("status:\n%s", slurp(path));
 
+	/* a reload without the pt rule: the rings go, the plane runs on */
+	snprintf(text, sizeof(text),
+		 "spool: {dir: %s/spool, max_bytes: 100M, max_files: 100}\n"
+		 "metrics: {textfile_dir: %s/prom}\n"
+		 "rules:\n"
+		 "  - name: feed\n"
+		 "    match: {binary: %s}\n"
+		 "    trigger: {uprobe: \"%s:ptbpf_test_pt_fire\"}\n"
+		 "    capture: {backend: events-only}\n", tmp, tmp, exe, exe);
+	snprintf(path, sizeof(path), "%s/ptbpf.yaml", tmp);
+	write_file(path, text);
+	kill(daemon, SIGHUP);
+	if (!wait_text(logp, "no pt rule armed: the PT rings are closed", 30))
+		fail_msg("the rings stay after the pt rule went:\n%s", slurp(logp));
+
 	status = stop(daemon);
 	daemon_pid = 0;
 	assert_true(WIFEXITED(status));
