@@ -20,8 +20,13 @@
 #include "log.h"
 #include "piece.h"
 
-/* Chunks the merge's current piece of a stream may be decoded ahead of the merge. */
+/*
+ * Chunks the merge's current piece of a stream may be decoded ahead of the merge; and
+ * pieces after it that may be decoded (whole) ahead of it, per thread: the window that
+ * bounds the memory of a split stream to a few pieces' events, whatever its length.
+ */
 #define MAX_AHEAD 4
+#define AHEAD_PIECES_PER_JOB 1
 
 struct chunk {
 	struct ptd_event *ev;
@@ -66,6 +71,8 @@ struct merge {
 	pthread_cond_t cond;
 	struct chunk *free;		/* recycled chunks (free_lock) */
 	pthread_mutex_t free_lock;
+	size_t ahead;			/* pieces after the current one that may decode */
+	unsigned held, held_peak;	/* chunks queued in all pieces, and the most */
 	bool stop;			/* the merge failed: workers quit */
 	int err;			/* first decode allocation error */
 };
@@ -161,12 +168,14 @@ static void piece_push(struct merge *m, struct piece *p, struct chunk *c)
 		p->head = c;
 	p->tail = c;
 	p->queued++;
+	if (++m->held > m->held_peak)
+		m->held_peak = m->held;
 }
 
 /*
  * The piece a worker should decode next, or NULL: the merge's current pieces first (the
  * one it waits for before all), each at most MAX_AHEAD chunks ahead; then the pieces
- * after them, decoded whole in the background.
+ * after them, decoded whole in the background, m->ahead at most per stream.
  */
 static struct piece *pick(struct merge *m)
 {
@@ -176,8 +185,9 @@ static struct piece *pick(struct merge *m)
 
 	for (i = 0; i < m->nr; i++) {
 		struct lane *l = &m->lanes[i];
+		size_t window = l->at + 1 + m->ahead < l->nr_live ? l->at + 1 + m->ahead : l->nr_live;
 
-		for (k = l->at; k < l->nr_live; k++) {
+		for (k = l->at; k < window; k++) {
 			struct piece *p = &l->pc[k];
 			int rank;
 
@@ -191,7 +201,7 @@ static struct piece *pick(struct merge *m)
 			break;
 		}
 		/* the current piece is busy or full: the next one that is neither */
-		for (k = l->at + 1; !best && k < l->nr_live; k++) {
+		for (k = l->at + 1; !best && k < window; k++) {
 			struct piece *p = &l->pc[k];
 
 			if (!p->busy && !p->finished) {
@@ -262,9 +272,14 @@ static void *worker(void *arg)
  * Times: a piece's never go back from the previous piece's; without timing packets,
  * times are instruction counts, and a piece's start from the pieces before.
  */
-#define MIN_PIECE ((uint64_t)1 << 20)
+#define MIN_PIECE ((uint64_t)256 << 10)
+#define MAX_PIECES 4096
 
-/* Bytes per piece at least (PTBPF_DECODE_PIECE overrides: the tests split small traces). */
+/*
+ * Bytes per piece (PTBPF_DECODE_PIECE overrides: the tests split small traces): a long
+ * stream splits into pieces of about this size, a short one into two pieces a thread of
+ * at least this size.
+ */
 static uint64_t min_piece(void)
 {
 	const char *e = getenv("PTBPF_DECODE_PIECE");
@@ -335,30 +350,40 @@ static uint64_t boundary_end(const struct ptd_stream_opts *o, uint64_t psb, uint
 }
 
 /*
- * Splits lane `l`'s stream into `n` pieces at PSBs near equal offsets (a PSB+ that
- * cannot end a piece is passed over); a stream that does not split keeps one piece,
- * itself. 0 or -ENOMEM.
+ * Splits lane `l`'s stream into at least `n` pieces (more for a long stream: pieces of
+ * about min_piece() bytes, so that the window of pieces in flight bounds the memory) at
+ * PSBs near equal offsets (a PSB+ that cannot end a piece is passed over); a stream that
+ * does not split keeps one piece, itself. 0 or -ENOMEM.
  */
 static int split(struct lane *l, size_t n)
 {
 	const struct ptd_stream_opts *o = ptd_stream_opts(l->s);
-	uint64_t at[64], end[64], ip[64], first;
+	uint64_t *at = NULL, *end = NULL, *ip = NULL, first, piece = min_piece();
 	size_t k = 0, i, tries;
 	struct ptd_psb psb;
+	int err = -ENOMEM;
 
+	if (n > 1 && o->size / piece > n)
+		n = o->size / piece;
+	if (n > MAX_PIECES)
+		n = MAX_PIECES;
 	l->pc = calloc(n, sizeof(*l->pc));
 	if (!l->pc)
 		return -ENOMEM;
 	l->nr_pc = 1;
 	l->pc[0].s = l->s;
-	if (n < 2 || o->ranges || o->size < 2 * min_piece())
+	if (n < 2 || o->ranges || o->size < 2 * piece)
 		return 0;
-	if (n > 64)
-		n = 64;
+	at = calloc(n, sizeof(*at));
+	end = calloc(n, sizeof(*end));
+	ip = calloc(n, sizeof(*ip));
+	if (!at || !end || !ip)
+		goto out;
+	err = 0;
 	/* the first piece holds the first PSB: the bytes before it (a ring that wrapped) hold
 	 * no sync point, and a piece without one would decode nothing of its own */
 	if (ptd_psb_next(o->buf, o->size, &o->config, &o->clock, 0, &psb))
-		return 0;
+		goto out;
 	first = psb.offset;
 	for (i = 1; i < n; i++) {
 		uint64_t from = o->size / n * i;
@@ -396,7 +421,7 @@ static int split(struct lane *l, size_t n)
 		}
 	}
 	if (!k)
-		return 0;
+		goto out;
 	for (i = 0; i <= k; i++) {
 		struct piece *pc = &l->pc[i];
 
@@ -405,17 +430,23 @@ static int split(struct lane *l, size_t n)
 		pc->stop_ip = i < k ? ip[i] : 0;
 		pc->end = i < k ? end[i] : o->size;
 		pc->s = ptd_piece_new(l->s, pc->begin, pc->stop, pc->stop_ip, pc->end);
-		if (!pc->s)
+		if (!pc->s) {
+			err = -ENOMEM;
 			goto fail;
+		}
 		l->nr_pc = i + 1;
 	}
-	return 0;
+	goto out;
 fail:
 	for (i = 0; i < l->nr_pc; i++)
 		ptd_stream_free(l->pc[i].s);
 	l->nr_pc = 1;
 	l->pc[0].s = l->s;
-	return -ENOMEM;
+out:
+	free(at);
+	free(end);
+	free(ip);
+	return err;
 }
 
 /* Is lane `l` split (its pieces are streams of their own)? */
@@ -447,6 +478,7 @@ static void piece_drop(struct merge *m, struct lane *l, struct piece *p)
 		put_chunk(m, c);
 	}
 	p->tail = NULL;
+	m->held -= p->queued;
 	p->queued = 0;
 	if (p->s != l->s)
 		ptd_stream_free(p->s);
@@ -591,6 +623,7 @@ static const struct ptd_event *lane_head(struct merge *m, struct lane *l, bool t
 			if (!p->head)
 				p->tail = NULL;
 			p->queued--;
+			m->held--;
 			if (threaded) {
 				pthread_cond_broadcast(&m->cond);
 				pthread_mutex_unlock(&m->lock);
@@ -731,6 +764,7 @@ int ptd_decode_streams(struct ptd_stream **streams, size_t nr, int jobs,
 	/* one piece needs no helper: the merge thread decodes it */
 	if (jobs > (int)pieces)
 		jobs = (int)pieces;
+	m.ahead = (size_t)jobs * AHEAD_PIECES_PER_JOB;
 	if (jobs > 1) {
 		tids = calloc((size_t)jobs, sizeof(*tids));
 		if (!tids) {
@@ -772,6 +806,9 @@ int ptd_decode_streams(struct ptd_stream **streams, size_t nr, int jobs,
 	}
 	if (!err)
 		err = m.err;
+	if (pieces > nr)
+		dlog("[split: %zu pieces, at most %u chunks of %u events held]\n", pieces,
+		     m.held_peak, PTD_CHUNK_EVENTS);
 	if (show_progress)
 		progress(&m, start, &last, true);
 
