@@ -73,6 +73,7 @@ struct merge {
 	pthread_mutex_t free_lock;
 	size_t ahead;			/* pieces after the current one that may decode */
 	unsigned held, held_peak;	/* chunks queued in all pieces, and the most */
+	size_t reach;			/* the most pieces a worker went past the merge's */
 	bool stop;			/* the merge failed: workers quit */
 	int err;			/* first decode allocation error */
 };
@@ -180,13 +181,14 @@ static void piece_push(struct merge *m, struct piece *p, struct chunk *c)
 static struct piece *pick(struct merge *m)
 {
 	struct piece *best = NULL;
+	size_t i, k, reach = 0;
 	int best_rank = -1;
-	size_t i, k;
 
 	for (i = 0; i < m->nr; i++) {
 		struct lane *l = &m->lanes[i];
 		size_t window = l->at + 1 + m->ahead < l->nr_live ? l->at + 1 + m->ahead : l->nr_live;
 
+		/* the current piece, or (busy or full) the next one that is neither */
 		for (k = l->at; k < window; k++) {
 			struct piece *p = &l->pc[k];
 			int rank;
@@ -197,19 +199,13 @@ static struct piece *pick(struct merge *m)
 			if (rank > best_rank || (rank == best_rank && best && p->queued < best->queued)) {
 				best = p;
 				best_rank = rank;
+				reach = k - l->at;
 			}
 			break;
 		}
-		/* the current piece is busy or full: the next one that is neither */
-		for (k = l->at + 1; !best && k < window; k++) {
-			struct piece *p = &l->pc[k];
-
-			if (!p->busy && !p->finished) {
-				best = p;
-				best_rank = 1;
-			}
-		}
 	}
+	if (reach > m->reach)
+		m->reach = reach;
 	return best;
 }
 
@@ -807,8 +803,8 @@ int ptd_decode_streams(struct ptd_stream **streams, size_t nr, int jobs,
 	if (!err)
 		err = m.err;
 	if (pieces > nr)
-		dlog("[split: %zu pieces, at most %u chunks of %u events held]\n", pieces,
-		     m.held_peak, PTD_CHUNK_EVENTS);
+		dlog("[split: %zu pieces, decoded at most %zu ahead of the merge's, at most %u "
+		     "chunks of %u events held]\n", pieces, m.reach, m.held_peak, PTD_CHUNK_EVENTS);
 	if (show_progress)
 		progress(&m, start, &last, true);
 
