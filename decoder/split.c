@@ -62,6 +62,7 @@ struct lane {
 	uint64_t join_calls, join_returns;	/* counted by the joins' events */
 	uint64_t delivered;		/* events the merge took from it */
 	uint64_t skip;			/* events of a replay to drop: taken already */
+	uint64_t replayed;		/* bytes the replays decoded again */
 };
 
 struct merge {
@@ -272,9 +273,9 @@ static void *worker(void *arg)
 #define MAX_PIECES 4096
 
 /*
- * Bytes per piece (PTBPF_DECODE_PIECE overrides: the tests split small traces): a long
- * stream splits into pieces of about this size, a short one into two pieces a thread of
- * at least this size.
+ * Bytes per piece at least (PTBPF_DECODE_PIECE overrides: the tests split small traces
+ * into two pieces a thread). A long stream splits into pieces of about MIN_PIECE, so
+ * that the window of pieces in flight bounds the memory.
  */
 static uint64_t min_piece(void)
 {
@@ -347,7 +348,7 @@ static uint64_t boundary_end(const struct ptd_stream_opts *o, uint64_t psb, uint
 
 /*
  * Splits lane `l`'s stream into at least `n` pieces (more for a long stream: pieces of
- * about min_piece() bytes, so that the window of pieces in flight bounds the memory) at
+ * about MIN_PIECE bytes, so that the window of pieces in flight bounds the memory) at
  * PSBs near equal offsets (a PSB+ that cannot end a piece is passed over); a stream that
  * does not split keeps one piece, itself. 0 or -ENOMEM.
  */
@@ -359,8 +360,8 @@ static int split(struct lane *l, size_t n)
 	struct ptd_psb psb;
 	int err = -ENOMEM;
 
-	if (n > 1 && o->size / piece > n)
-		n = o->size / piece;
+	if (n > 1 && o->size / MIN_PIECE > n)
+		n = o->size / MIN_PIECE;
 	if (n > MAX_PIECES)
 		n = MAX_PIECES;
 	l->pc = calloc(n, sizeof(*l->pc));
@@ -523,6 +524,16 @@ static int next_piece(struct merge *m, struct lane *l, bool threaded)
 		again = ptd_piece_join(prev->s, next->s, next->head ? &next->head->ev[0] : NULL,
 				       blocks_before, add_prev, l->add, l->at, &l->join);
 		l->join_pos = 0;
+		/*
+		 * A replay decodes from the start of the stream: once the replays would have
+		 * decoded the stream once more, the rest goes in sequence (the pieces, the
+		 * replays and that: at most 3x the sequential decode's work, however many
+		 * seams do not join; with pieces of 256 KiB, a seam every 256 KiB).
+		 */
+		if (again == 1 && l->replayed + next->end > ptd_stream_opts(l->s)->size)
+			again = 2;
+		if (again == 1)
+			l->replayed += next->end;
 		if (!again) {
 			l->clean_joins += l->join.clean;
 			l->join_calls += l->join.calls;
