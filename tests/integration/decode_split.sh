@@ -20,7 +20,7 @@ DR=$HWPT/dynamorio-drpt2trace
 # the kAFL/Nyx traces (AGPL-3.0, outside the repository; tests/run.sh sets KAFL when found)
 KAFL=${KAFL:-}
 
-checked=0 joined=0
+checked=0 joined=0 windows=0
 # figures FILE: the --stats lines compared
 figures() {
 	grep -E '^(instructions|calls|returns|errors|overflows|syncs|bytes|skipped|threads|span|slowest) ' "$1"
@@ -45,6 +45,14 @@ same() {
 			figures "$TMP/$name.$j.stats" | diff "$TMP/$name.1.want" - ||
 				fail "$name: -j $j with $ps-byte pieces: the figures differ"
 			joined=$((joined + $(grep -c '^\[piece .* end ' "$TMP/$name.$j.stats")))
+			# the window: no piece decodes more than one a thread past the merge's
+			reach=$(sed -n 's/^\[split: [0-9]* pieces, decoded at most \([0-9]*\) ahead.*/\1/p' \
+				"$TMP/$name.$j.stats")
+			if [ -n "$reach" ]; then
+				[ "$reach" -le "$j" ] || fail "$name: -j $j with $ps-byte pieces: a piece" \
+					"decoded $reach pieces past the merge's (at most $j)"
+				windows=$((windows + 1))
+			fi
 		done
 	done
 	checked=$((checked + 1))
@@ -150,6 +158,32 @@ if [ -n "$KAFL" ] && [ -d "$KAFL" ]; then
 		same "foo-bad$seed" --raw-pt "$TMP/foo-bad$seed" $(kafl_images "$KAFL/foo" data)
 	done
 fi
+if [ -n "$KAFL" ] && [ -d "$KAFL" ]; then
+	# memory: a long stream (mruby's trace repeated to 8 MiB) split at -j 2 holds a few
+	# pieces' events at a time, not the stream's (~50 MiB of events)
+	"$PYTHON" - "$KAFL/mruby/trace" "$TMP/mruby-long" <<-'PY'
+	import sys
+	data = open(sys.argv[1], 'rb').read()
+	psb = bytes([0x02, 0x82] * 8)
+	seg = data[data.index(psb):data.rindex(psb)]
+	open(sys.argv[2], 'wb').write(seg * (8 * 2**20 // len(seg) + 1))
+	PY
+	# peak RSS (KiB) of ptbpf decode ARGS...
+	peak_rss() {
+		"$PYTHON" -c 'import resource, subprocess, sys
+subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$PTBPF" decode "$@"
+	}
+	# shellcheck disable=SC2046
+	set -- --raw-pt "$TMP/mruby-long" $(kafl_images "$KAFL/mruby" data) -o "$TMP/long.fxt"
+	rss1=$(peak_rss "$@" -j 1) || fail "mruby 8 MiB: decode -j 1"
+	rss2=$(peak_rss "$@" -j 2) || fail "mruby 8 MiB: decode -j 2"
+	[ "$rss2" -le $((rss1 + 16384)) ] ||
+		fail "mruby 8 MiB: -j 2 peaked at $((rss2 / 1024)) MiB, -j 1 at $((rss1 / 1024)) MiB"
+	echo "mruby 8 MiB: peak RSS $((rss1 / 1024)) MiB at -j 1, $((rss2 / 1024)) MiB at -j 2"
+fi
 [ "$joined" -gt 50 ] || fail "only $joined seams: the streams did not split"
-echo "$checked traces: the same output split in pieces as with -j 1 ($joined seams)"
+[ "$windows" -gt 10 ] || fail "only $windows split decodes: the window was not checked"
+echo "$checked traces: the same output split in pieces as with -j 1 ($joined seams;" \
+	"$windows split decodes within their window)"
 exit 0

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * What split.c (the merge, and one CPU's stream in pieces on several cores) needs of a
+ * stream (decode.c): its events a chunk at a time, pieces of it that start at a PSB, and
+ * the join of two pieces at their seam, which only the stream's state can tell.
+ */
+#ifndef PTBPF_DECODER_PIECE_H
+#define PTBPF_DECODER_PIECE_H
+
+#include "ptd.h"
+
+/* Events ptd_stream_fill() writes at most: a chunk, and the events of its last step. */
+#define PTD_CHUNK_EVENTS 4096
+#define PTD_CHUNK_SLACK 16
+
+/* Decodes until `out` holds about PTD_CHUNK_EVENTS events or the stream ends; the count. */
+size_t ptd_stream_fill(struct ptd_stream *s, struct ptd_event *out);
+/* Has the stream (or piece) decoded all its bytes? */
+bool ptd_stream_done(const struct ptd_stream *s);
+/* Bytes of its own the stream (or piece) has decoded (progress). */
+uint64_t ptd_stream_done_bytes(const struct ptd_stream *s);
+const struct ptd_stream_opts *ptd_stream_opts(const struct ptd_stream *s);
+/* Its figures (a split stream's are set from its pieces'). */
+struct decode_stats *ptd_stream_counts(struct ptd_stream *s);
+
+/*
+ * A piece of `parent`: bytes [begin, stop) decoded with a decoder that reads up to
+ * `end` (the PSB+ at stop, to meet it; stop_ip: its FUP's ip, 0: none); stop 0: to the
+ * end. The first piece (begin 0) syncs like the whole stream would; the others at
+ * their PSB. NULL: no memory, or libipt refused.
+ */
+struct ptd_stream *ptd_piece_new(const struct ptd_stream *parent, uint64_t begin,
+				 uint64_t stop, uint64_t stop_ip, uint64_t end);
+
+/* What the sequential decode makes at a seam, for the merge to put between two pieces. */
+struct ptd_join {
+	struct ptd_event ev[2];
+	size_t nr;
+	bool clean;		/* no resync there: one sync less than the pieces counted */
+	uint64_t calls, returns;	/* counted by ev */
+};
+
+/*
+ * Joins piece `next` to `prev` (decoded to its end): 0, with the seam in *j; 1: `next`
+ * must be decoded again as a continuation; 2: so must the rest of the stream (the work
+ * budget: decoding each piece again from the start would cost the sequential decode
+ * once per piece). `first` is next's first event (NULL: none), blocks_before the blocks
+ * of the pieces up to prev, add_prev/add_next what their times count from (timeless:
+ * instructions), `index` prev's (for the log).
+ */
+int ptd_piece_join(const struct ptd_stream *prev, struct ptd_stream *next,
+		   const struct ptd_event *first, uint64_t blocks_before, uint64_t add_prev,
+		   uint64_t add_next, size_t index, struct ptd_join *j);
+
+#endif /* PTBPF_DECODER_PIECE_H */

@@ -1,0 +1,846 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The merge of the streams' events by time, and one CPU's stream on several cores.
+ *
+ * Each stream (decode.c) produces its events in chunks; worker threads decode chunks
+ * ahead of the merge, which hands the events of all streams, in time order, to the
+ * sink. The order depends only on the events, not on the number of threads. With more
+ * threads than streams, a stream is split at PSBs into pieces decoded in parallel and
+ * joined in trace order (ptd_piece_join()), so that its events are those of the
+ * sequential decode.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "log.h"
+#include "piece.h"
+
+/*
+ * Chunks the merge's current piece of a stream may be decoded ahead of the merge; and
+ * pieces after it that may be decoded (whole) ahead of it, per thread: the window that
+ * bounds the memory of a split stream to a few pieces' events, whatever its length.
+ */
+#define MAX_AHEAD 4
+#define AHEAD_PIECES_PER_JOB 1
+
+struct chunk {
+	struct ptd_event *ev;
+	size_t nr;
+	struct chunk *next;
+};
+
+/* A piece of a stream in the merge: its decoded-ahead chunks (guarded by the lock). */
+struct piece {
+	struct ptd_stream *s;
+	uint64_t begin, stop, stop_ip, end;	/* its bytes (ptd_piece_new()) */
+	struct chunk *head, *tail;	/* decoded, not yet merged */
+	unsigned queued;		/* chunks in head..tail */
+	bool busy;			/* a thread is decoding it */
+	bool finished;			/* fully decoded */
+};
+
+/* One stream in the merge: its pieces (one when not split) and the merge cursor. */
+struct lane {
+	struct ptd_stream *s;
+	struct piece *pc;		/* pieces, in trace order */
+	size_t nr_pc;
+	size_t nr_live;			/* pieces in use: a decode to the end replaced the rest */
+	size_t at;			/* the piece being merged; later ones decode ahead */
+	bool wanted;			/* the merge waits for it */
+	struct chunk *cur;		/* chunk being merged (merge thread only) */
+	size_t pos;			/* next event in cur */
+	uint64_t floor;			/* the last time merged: times never go back */
+	uint64_t add;			/* timeless: instructions of the pieces before */
+	struct ptd_join join;		/* events the join with the piece before adds */
+	size_t join_pos;
+	uint32_t clean_joins;		/* joins that are no resync (one sync less) */
+	uint64_t join_calls, join_returns;	/* counted by the joins' events */
+	uint64_t delivered;		/* events the merge took from it */
+	uint64_t skip;			/* events of a replay to drop: taken already */
+	uint64_t replayed;		/* bytes the replays decoded again */
+};
+
+struct merge {
+	struct lane *lanes;
+	size_t nr;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct chunk *free;		/* recycled chunks (free_lock) */
+	pthread_mutex_t free_lock;
+	size_t ahead;			/* pieces after the current one that may decode */
+	unsigned held, held_peak;	/* chunks queued in all pieces, and the most */
+	size_t reach;			/* the most pieces a worker went past the merge's */
+	bool stop;			/* the merge failed: workers quit */
+	int err;			/* first decode allocation error */
+};
+
+#define CHUNK_BYTES ((PTD_CHUNK_EVENTS + PTD_CHUNK_SLACK) * sizeof(struct ptd_event))
+
+/*
+ * A chunk's events, mapped with their pages in place: the pieces of a split stream
+ * decode ahead of the merge, into hundreds of chunks, and a page fault per 4 KiB costs
+ * more than the events it holds on a virtual machine (a tenth of the CPU of the decode).
+ */
+static struct ptd_event *chunk_events_alloc(void)
+{
+	void *p = mmap(NULL, CHUNK_BYTES, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/*
+ * Chunks are recycled through a free list: a fresh 200 KiB allocation per chunk is an
+ * mmap and its page faults, a cost per event as high as decoding it.
+ */
+static struct chunk *get_chunk(struct merge *m)
+{
+	struct chunk *c;
+
+	pthread_mutex_lock(&m->free_lock);
+	c = m->free;
+	if (c)
+		m->free = c->next;
+	pthread_mutex_unlock(&m->free_lock);
+	if (c)
+		return c;
+	c = malloc(sizeof(*c));
+	if (c)
+		c->ev = chunk_events_alloc();
+	if (!c || !c->ev) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+static void put_chunk(struct merge *m, struct chunk *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&m->free_lock);
+	c->next = m->free;
+	m->free = c;
+	pthread_mutex_unlock(&m->free_lock);
+}
+
+static void free_chunks(struct chunk *c)
+{
+	while (c) {
+		struct chunk *n = c->next;
+
+		munmap(c->ev, CHUNK_BYTES);
+		free(c);
+		c = n;
+	}
+}
+
+static struct chunk *decode_chunk(struct merge *m, struct ptd_stream *s, int *err)
+{
+	struct chunk *c = get_chunk(m);
+
+	if (!c) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	c->nr = ptd_stream_fill(s, c->ev);
+	c->next = NULL;
+	return c;
+}
+
+/* Adds a decoded chunk to its piece; called with the lock held. */
+static void piece_push(struct merge *m, struct piece *p, struct chunk *c)
+{
+	if (ptd_stream_done(p->s))
+		p->finished = true;
+	if (!c)
+		return;
+	if (!c->nr) {
+		put_chunk(m, c);
+		return;
+	}
+	if (p->tail)
+		p->tail->next = c;
+	else
+		p->head = c;
+	p->tail = c;
+	p->queued++;
+	if (++m->held > m->held_peak)
+		m->held_peak = m->held;
+}
+
+/*
+ * The piece a worker should decode next, or NULL: the merge's current pieces first (the
+ * one it waits for before all), each at most MAX_AHEAD chunks ahead; then the pieces
+ * after them, decoded whole in the background, m->ahead at most per stream.
+ */
+static struct piece *pick(struct merge *m)
+{
+	struct piece *best = NULL;
+	size_t i, k, reach = 0;
+	int best_rank = -1;
+
+	for (i = 0; i < m->nr; i++) {
+		struct lane *l = &m->lanes[i];
+		size_t window = l->at + 1 + m->ahead < l->nr_live ? l->at + 1 + m->ahead : l->nr_live;
+
+		/* the current piece, or (busy or full) the next one that is neither */
+		for (k = l->at; k < window; k++) {
+			struct piece *p = &l->pc[k];
+			int rank;
+
+			if (p->busy || p->finished || (k == l->at && p->queued >= MAX_AHEAD))
+				continue;
+			rank = k == l->at ? 2 + l->wanted : 1;
+			if (rank > best_rank || (rank == best_rank && best && p->queued < best->queued)) {
+				best = p;
+				best_rank = rank;
+				reach = k - l->at;
+			}
+			break;
+		}
+	}
+	if (reach > m->reach)
+		m->reach = reach;
+	return best;
+}
+
+static void *worker(void *arg)
+{
+	struct merge *m = arg;
+
+	pthread_mutex_lock(&m->lock);
+	for (;;) {
+		struct piece *p;
+		struct chunk *c;
+		int err = 0;
+
+		if (m->stop)
+			break;
+		p = pick(m);
+		if (!p) {
+			/* even when all is decoded: a join may ask for a piece again */
+			pthread_cond_wait(&m->cond, &m->lock);
+			continue;
+		}
+		p->busy = true;
+		pthread_mutex_unlock(&m->lock);
+		c = decode_chunk(m, p->s, &err);
+		pthread_mutex_lock(&m->lock);
+		p->busy = false;
+		if (err) {
+			m->err = err;
+			p->finished = true;
+		}
+		piece_push(m, p, c);
+		pthread_cond_broadcast(&m->cond);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return NULL;
+}
+
+/* ---------------------------------------------------------------- pieces */
+
+/*
+ * One CPU's stream on several cores. The stream is split at PSBs into pieces of about
+ * equal size, decoded in parallel, and joined in the merge, in trace order, so that the
+ * events are those of the sequential decode:
+ * - A piece ends where the sequential decode crosses the next piece's PSB+: at the
+ *   MODE.Exec status update bound to its FUP's ip (PE_CLEAN), with the state there
+ *   (thread, tracing on, the branch whose target the next block gives); or where a
+ *   resync after an error finds that PSB (PE_SYNC); or where the bytes end, up to that
+ *   PSB+'s PSBEND, with tracing off (PE_EOS).
+ * - A piece after the first syncs at its PSB and withholds the START of its first
+ *   block (piece_head). The join then gives what the sequential decode makes there: the
+ *   call, return or jump the previous piece's last branch makes with that block
+ *   (PE_CLEAN, same thread), the START (PE_SYNC: the sequential decode resyncs there too),
+ *   or nothing (tracing off across the PSB). The hardware starts return compression
+ *   afresh at each PSB, so no return of a piece needs a call of the piece before.
+ * - Anything else (the trampoline of a uretprobe or a probed instruction's copy across
+ *   the PSB, a return into the trampoline at the seam, another thread by the schedule,
+ *   an error at the seam, events before the first block, a work budget that ran out)
+ *   and the piece is decoded again, as a continuation of the state the piece before
+ *   ended in, the way the sequential decode goes on through the PSB.
+ * Times: a piece's never go back from the previous piece's; without timing packets,
+ * times are instruction counts, and a piece's start from the pieces before.
+ */
+#define MIN_PIECE ((uint64_t)256 << 10)
+#define MAX_PIECES 4096
+
+/*
+ * Bytes per piece at least (PTBPF_DECODE_PIECE overrides: the tests split small traces
+ * into two pieces a thread). A long stream splits into pieces of about MIN_PIECE, so
+ * that the window of pieces in flight bounds the memory.
+ */
+static uint64_t min_piece(void)
+{
+	const char *e = getenv("PTBPF_DECODE_PIECE");
+	unsigned long long v;
+	char *end;
+
+	if (e && *e) {
+		v = strtoull(e, &end, 0);
+		if (!*end && v)
+			return v;
+	}
+	return MIN_PIECE;
+}
+
+/* The ip of a FUP in a PSB+ (compressed against 0: the last ip is reset at PSB). */
+static uint64_t psb_fup_ip(const struct pt_packet_ip *ip)
+{
+	switch (ip->ipc) {
+	case pt_ipc_update_16:
+		return ip->ip & 0xffff;
+	case pt_ipc_update_32:
+		return ip->ip & 0xffffffff;
+	case pt_ipc_update_48:
+		return ip->ip & 0xffffffffffffull;
+	case pt_ipc_sext_48:
+		return (uint64_t)((int64_t)(ip->ip << 16) >> 16);
+	case pt_ipc_full:
+		return ip->ip;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * The offset just past the PSBEND of the PSB+ at `psb`, and its FUP's ip in *fup_ip (0:
+ * none); 0 if that PSB+ cannot end a piece: a FUP without MODE.Exec (no status update
+ * would mark where the flow meets it).
+ */
+static uint64_t boundary_end(const struct ptd_stream_opts *o, uint64_t psb, uint64_t *fup_ip)
+{
+	struct pt_packet_decoder *pkt = ptd_pkt_open(o->buf, o->size, &o->config);
+	bool fup = false, exec = false;
+	uint64_t end = 0, off;
+
+	*fup_ip = 0;
+	struct pt_packet p;
+	int i;
+
+	if (!pkt)
+		return 0;
+	if (pt_pkt_sync_set(pkt, psb) >= 0) {
+		for (i = 0; i < 64 && pt_pkt_get_offset(pkt, &off) >= 0 &&
+			    pt_pkt_next(pkt, &p, sizeof(p)) >= 0; i++) {
+			if (p.type == ppt_fup) {
+				fup = true;
+				*fup_ip = psb_fup_ip(&p.payload.ip);
+			}
+			if (p.type == ppt_mode && p.payload.mode.leaf == pt_mol_exec)
+				exec = true;
+			if (p.type == ppt_psbend) {
+				end = fup && !exec ? 0 : off + p.size;
+				break;
+			}
+		}
+	}
+	pt_pkt_free_decoder(pkt);
+	return end;
+}
+
+/*
+ * Splits lane `l`'s stream into at least `n` pieces (more for a long stream: pieces of
+ * about MIN_PIECE bytes, so that the window of pieces in flight bounds the memory) at
+ * PSBs near equal offsets (a PSB+ that cannot end a piece is passed over); a stream that
+ * does not split keeps one piece, itself. 0 or -ENOMEM.
+ */
+static int split(struct lane *l, size_t n)
+{
+	const struct ptd_stream_opts *o = ptd_stream_opts(l->s);
+	uint64_t *at = NULL, *end = NULL, *ip = NULL, first, piece = min_piece();
+	size_t k = 0, i, tries;
+	struct ptd_psb psb;
+	int err = -ENOMEM;
+
+	if (n > 1 && o->size / MIN_PIECE > n)
+		n = o->size / MIN_PIECE;
+	if (n > MAX_PIECES)
+		n = MAX_PIECES;
+	l->pc = calloc(n, sizeof(*l->pc));
+	if (!l->pc)
+		return -ENOMEM;
+	l->nr_pc = 1;
+	l->pc[0].s = l->s;
+	if (n < 2 || o->ranges || o->size < 2 * piece)
+		return 0;
+	at = calloc(n, sizeof(*at));
+	end = calloc(n, sizeof(*end));
+	ip = calloc(n, sizeof(*ip));
+	if (!at || !end || !ip)
+		goto out;
+	err = 0;
+	/* the first piece holds the first PSB: the bytes before it (a ring that wrapped) hold
+	 * no sync point, and a piece without one would decode nothing of its own */
+	if (ptd_psb_next(o->buf, o->size, &o->config, &o->clock, 0, &psb))
+		goto out;
+	first = psb.offset;
+	for (i = 1; i < n; i++) {
+		uint64_t from = o->size / n * i;
+
+		/*
+		 * A PSB+ with a FUP first: tracing is on there, and the pieces join unless
+		 * something unusual happens at the seam. Without one, the decoder may still
+		 * be tracing (a PSB+ between a PGD and its packets...): the last resort.
+		 */
+		bool fallback = false;
+		uint64_t fb_at = 0, fb_end = 0;
+		size_t found = k;
+
+		for (tries = 0; tries < 16; tries++) {
+			if (ptd_psb_next(o->buf, o->size, &o->config, &o->clock, from, &psb))
+				break;
+			from = psb.offset + 1;
+			if (psb.offset <= first || (k && psb.offset <= at[k - 1]))
+				continue;
+			end[k] = boundary_end(o, psb.offset, &ip[k]);
+			if (end[k] && ip[k]) {
+				at[k++] = psb.offset;
+				break;
+			}
+			if (end[k] && !fallback) {
+				fallback = true;
+				fb_at = psb.offset;
+				fb_end = end[k];
+			}
+		}
+		if (k == found && fallback && (!k || fb_at > at[k - 1])) {
+			at[k] = fb_at;
+			end[k] = fb_end;
+			ip[k++] = 0;
+		}
+	}
+	if (!k)
+		goto out;
+	for (i = 0; i <= k; i++) {
+		struct piece *pc = &l->pc[i];
+
+		pc->begin = i ? at[i - 1] : 0;
+		pc->stop = i < k ? at[i] : 0;
+		pc->stop_ip = i < k ? ip[i] : 0;
+		pc->end = i < k ? end[i] : o->size;
+		pc->s = ptd_piece_new(l->s, pc->begin, pc->stop, pc->stop_ip, pc->end);
+		if (!pc->s) {
+			err = -ENOMEM;
+			goto fail;
+		}
+		l->nr_pc = i + 1;
+	}
+	goto out;
+fail:
+	for (i = 0; i < l->nr_pc; i++)
+		ptd_stream_free(l->pc[i].s);
+	l->nr_pc = 1;
+	l->pc[0].s = l->s;
+out:
+	free(at);
+	free(end);
+	free(ip);
+	return err;
+}
+
+/* Is lane `l` split (its pieces are streams of their own)? */
+static bool split_lane(const struct lane *l)
+{
+	return l->pc && l->pc[0].s != l->s;
+}
+
+/*
+ * The sequential decode itself, from the start of the stream to the end of `next` (of
+ * the stream: to_end): what replaces a piece that does not join. Its first l->delivered
+ * events are the ones the merge already took (the joins before were exact), and are
+ * dropped.
+ */
+static struct ptd_stream *replay(struct lane *l, const struct piece *next, bool to_end)
+{
+	if (to_end)
+		return ptd_piece_new(l->s, 0, 0, 0, ptd_stream_opts(l->s)->size);
+	return ptd_piece_new(l->s, 0, next->stop, next->stop_ip, next->end);
+}
+
+/* Frees a piece's queued chunks and its stream (not the lane's own). */
+static void piece_drop(struct merge *m, struct lane *l, struct piece *p)
+{
+	while (p->head) {
+		struct chunk *c = p->head;
+
+		p->head = c->next;
+		put_chunk(m, c);
+	}
+	p->tail = NULL;
+	m->held -= p->queued;
+	p->queued = 0;
+	if (p->s != l->s)
+		ptd_stream_free(p->s);
+	p->s = NULL;
+}
+
+/*
+ * The merge moves from piece l->at to the next: waits for the next piece's first chunk,
+ * joins it, or decodes it again as a continuation. 0 or -ENOMEM.
+ */
+static int next_piece(struct merge *m, struct lane *l, bool threaded)
+{
+	struct piece *prev = &l->pc[l->at], *next = &l->pc[l->at + 1];
+	uint64_t add_prev = l->add;
+	int err = 0, again;
+
+	if (threaded)
+		pthread_mutex_lock(&m->lock);
+	while (threaded && (next->busy || (!next->head && !next->finished))) {
+		l->wanted = true;
+		pthread_cond_broadcast(&m->cond);
+		pthread_cond_wait(&m->cond, &m->lock);
+	}
+	l->wanted = false;
+	if (!threaded) {
+		while (!next->head && !next->finished) {
+			struct chunk *c = decode_chunk(m, next->s, &err);
+
+			if (err) {
+				next->finished = true;
+				break;
+			}
+			piece_push(m, next, c);
+		}
+	}
+	if (!err) {
+		uint64_t blocks_before = 0;
+		size_t k;
+
+		/* without time, a piece's "times" count its instructions from 0 */
+		if (ptd_stream_opts(next->s)->timeless)
+			l->add += ptd_stream_counts(prev->s)->insns;
+		for (k = 0; k <= l->at; k++)
+			if (l->pc[k].s)
+				blocks_before += ptd_stream_counts(l->pc[k].s)->blocks;
+		again = ptd_piece_join(prev->s, next->s, next->head ? &next->head->ev[0] : NULL,
+				       blocks_before, add_prev, l->add, l->at, &l->join);
+		l->join_pos = 0;
+		/*
+		 * A replay decodes from the start of the stream: once the replays would have
+		 * decoded the stream once more, the rest goes in sequence (the pieces, the
+		 * replays and that: at most 3x the sequential decode's work, however many
+		 * seams do not join; with pieces of 256 KiB, a seam every 256 KiB).
+		 */
+		if (again == 1 && l->replayed + next->end > ptd_stream_opts(l->s)->size)
+			again = 2;
+		if (again == 1)
+			l->replayed += next->end;
+		if (!again) {
+			l->clean_joins += l->join.clean;
+			l->join_calls += l->join.calls;
+			l->join_returns += l->join.returns;
+		} else {
+			struct ptd_stream *c = replay(l, next, again == 2);
+
+			if (!c) {
+				err = -ENOMEM;
+			} else {
+				piece_drop(m, l, next);
+				next->s = c;
+				next->finished = false;
+				/*
+				 * The pieces after it are out of use (a thread may still be
+				 * decoding one: they are freed with the merge).
+				 */
+				if (again == 2)
+					l->nr_live = l->at + 2;
+				/* it counts from the start: the pieces before count no more */
+				for (k = 0; k <= l->at; k++)
+					if (l->pc[k].s)
+						memset(ptd_stream_counts(l->pc[k].s), 0,
+						       sizeof(struct decode_stats));
+				l->clean_joins = 0;
+				l->join_calls = l->join_returns = 0;
+				l->add = 0;
+				l->skip = l->delivered;
+			}
+		}
+	}
+	l->at++;
+	if (threaded) {
+		pthread_cond_broadcast(&m->cond);
+		pthread_mutex_unlock(&m->lock);
+	}
+	return err;
+}
+
+/* Adjusts a chunk's times as the merge takes it: never back, plus the pieces' base. */
+static void adjust_times(struct lane *l, struct ptd_event *ev, size_t n, uint64_t add)
+{
+	size_t i;
+
+	if (!split_lane(l))
+		return;
+	for (i = 0; i < n; i++) {
+		uint64_t t = ev[i].time + add;
+
+		ev[i].time = t < l->floor ? l->floor : t;
+		l->floor = ev[i].time;
+	}
+}
+
+/* The next event of a lane, or NULL when it has no more; merge thread only. */
+static const struct ptd_event *lane_head(struct merge *m, struct lane *l, bool threaded)
+{
+	struct piece *p;
+
+	if (l->join_pos < l->join.nr)
+		return &l->join.ev[l->join_pos];
+	if (l->cur && l->pos < l->cur->nr)
+		return &l->cur->ev[l->pos];
+	put_chunk(m, l->cur);
+	l->cur = NULL;
+	l->pos = 0;
+	for (;;) {
+		p = &l->pc[l->at];
+		if (!threaded) {
+			/* decode on demand, in this thread */
+			while (!p->head && !p->finished) {
+				int err = 0;
+				struct chunk *c = decode_chunk(m, p->s, &err);
+
+				if (err) {
+					m->err = err;
+					p->finished = true;
+				}
+				piece_push(m, p, c);
+			}
+		} else {
+			pthread_mutex_lock(&m->lock);
+			while (!p->head && !p->finished) {
+				l->wanted = true;
+				pthread_cond_broadcast(&m->cond);
+				pthread_cond_wait(&m->cond, &m->lock);
+			}
+			l->wanted = false;
+		}
+		if (p->head) {
+			l->cur = p->head;
+			p->head = p->head->next;
+			l->cur->next = NULL;
+			if (!p->head)
+				p->tail = NULL;
+			p->queued--;
+			m->held--;
+			if (threaded) {
+				pthread_cond_broadcast(&m->cond);
+				pthread_mutex_unlock(&m->lock);
+			}
+			if (l->skip) {
+				/* a replay's events the merge took already */
+				size_t n = l->skip < l->cur->nr ? l->skip : l->cur->nr;
+
+				l->skip -= n;
+				l->pos = n;
+				adjust_times(l, l->cur->ev + n, l->cur->nr - n, l->add);
+				if (n == l->cur->nr)
+					return lane_head(m, l, threaded);
+				return &l->cur->ev[n];
+			}
+			adjust_times(l, l->cur->ev, l->cur->nr, l->add);
+			return &l->cur->ev[0];
+		}
+		if (threaded)
+			pthread_mutex_unlock(&m->lock);
+		/* this piece is done: on to the next, joined */
+		if (l->at + 1 >= l->nr_live)
+			return NULL;
+		{
+			int err = next_piece(m, l, threaded);
+
+			if (err) {
+				m->err = err;
+				return NULL;
+			}
+		}
+		if (l->join.nr) {
+			/* their times are the stream's already */
+			adjust_times(l, l->join.ev, l->join.nr, 0);
+			return &l->join.ev[0];
+		}
+	}
+}
+
+/* The merge took lane l's head event. */
+static void lane_next(struct lane *l)
+{
+	l->delivered++;
+	if (l->join_pos < l->join.nr)
+		l->join_pos++;
+	else
+		l->pos++;
+}
+
+double ptd_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void progress(struct merge *m, double start, double *last, bool final)
+{
+	uint64_t done = 0, total = 0;
+	double t = ptd_seconds();
+	size_t i, k;
+
+	if (!final && (t - start < 1.0 || t - *last < 0.5))
+		return;
+	if (final && *last == 0)
+		return;
+	*last = t;
+	for (i = 0; i < m->nr; i++) {
+		for (k = 0; k < m->lanes[i].nr_live; k++) {
+			const struct ptd_stream *s = m->lanes[i].pc[k].s;
+
+			if (s)
+				done += ptd_stream_done_bytes(s);
+		}
+		total += ptd_stream_opts(m->lanes[i].s)->size;
+	}
+	fprintf(stderr, "\rptbpf: decoding %5.1f%% of %.1f MB of PT (%.1f MB/s)%s",
+		total ? 100.0 * done / total : 100.0, total / 1e6, done / 1e6 / (t - start),
+		final ? "\n" : "");
+}
+
+static bool before(const struct ptd_event *a, const struct ptd_event *b)
+{
+	if (a->time != b->time)
+		return a->time < b->time;
+	return a->cpu < b->cpu;
+}
+
+/* A split lane's figures are its pieces', as the sequential decode would count them. */
+static void lane_stats(struct lane *l)
+{
+	struct decode_stats st = {}, *all;
+	size_t k;
+
+	if (!split_lane(l))
+		return;
+	for (k = 0; k < l->nr_live; k++)
+		if (l->pc[k].s)
+			ptd_stream_stats(l->pc[k].s, &st);
+	all = ptd_stream_counts(l->s);
+	all->insns = st.insns;
+	all->blocks = st.blocks;
+	all->calls = st.calls + l->join_calls;
+	all->returns = st.returns + l->join_returns;
+	all->errors = st.errors;
+	all->overflows = st.overflows;
+	all->syncs = st.syncs - l->clean_joins;
+}
+
+int ptd_decode_streams(struct ptd_stream **streams, size_t nr, int jobs,
+		       const struct ptd_event *extra, size_t nr_extra, const struct ptd_sink *sink,
+		       bool show_progress)
+{
+	struct merge m = { .nr = nr };
+	pthread_t *tids = NULL;
+	int nthreads = 0, err = 0, i;
+	size_t k, x = 0, pieces = 0;
+	double start = ptd_seconds(), last = 0;
+	unsigned long iter = 0;
+
+	m.lanes = calloc(nr ? nr : 1, sizeof(*m.lanes));
+	if (!m.lanes)
+		return -ENOMEM;
+	pthread_mutex_init(&m.lock, NULL);
+	pthread_mutex_init(&m.free_lock, NULL);
+	pthread_cond_init(&m.cond, NULL);
+	for (k = 0; k < nr; k++) {
+		m.lanes[k].s = streams[k];
+		/* more threads than streams: the streams split at PSBs, two pieces a thread */
+		err = split(&m.lanes[k], jobs > (int)nr ? (size_t)(2 * jobs / (int)nr) : 1);
+		if (err)
+			goto cleanup;
+		m.lanes[k].nr_live = m.lanes[k].nr_pc;
+		pieces += m.lanes[k].nr_pc;
+	}
+
+	/* one piece needs no helper: the merge thread decodes it */
+	if (jobs > (int)pieces)
+		jobs = (int)pieces;
+	m.ahead = (size_t)jobs * AHEAD_PIECES_PER_JOB;
+	if (jobs > 1) {
+		tids = calloc((size_t)jobs, sizeof(*tids));
+		if (!tids) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+		for (i = 0; i < jobs; i++) {
+			if (pthread_create(&tids[i], NULL, worker, &m))
+				break;
+			nthreads++;
+		}
+	}
+
+	for (;;) {
+		const struct ptd_event *best = NULL, *ev;
+		struct lane *bl = NULL;
+
+		for (k = 0; k < nr; k++) {
+			ev = lane_head(&m, &m.lanes[k], nthreads > 0);
+			if (ev && (!best || before(ev, best))) {
+				best = ev;
+				bl = &m.lanes[k];
+			}
+		}
+		/* sideband goes first among equal times: a COMM names what follows */
+		if (x < nr_extra && (!best || extra[x].time <= best->time)) {
+			best = &extra[x++];
+			bl = NULL;
+		}
+		if (!best)
+			break;
+		err = sink->event(sink->ctx, best);
+		if (err)
+			break;
+		if (bl)
+			lane_next(bl);
+		if (show_progress && !(++iter & 0xfff))
+			progress(&m, start, &last, false);
+	}
+	if (!err)
+		err = m.err;
+	if (pieces > nr)
+		dlog("[split: %zu pieces, decoded at most %zu ahead of the merge's, at most %u "
+		     "chunks of %u events held]\n", pieces, m.reach, m.held_peak, PTD_CHUNK_EVENTS);
+	if (show_progress)
+		progress(&m, start, &last, true);
+
+cleanup:
+	pthread_mutex_lock(&m.lock);
+	m.stop = true;
+	pthread_cond_broadcast(&m.cond);
+	pthread_mutex_unlock(&m.lock);
+	for (i = 0; i < nthreads; i++)
+		pthread_join(tids[i], NULL);
+	for (k = 0; k < nr; k++) {
+		struct lane *l = &m.lanes[k];
+		size_t p;
+
+		lane_stats(l);
+		for (p = 0; p < l->nr_pc; p++)
+			piece_drop(&m, l, &l->pc[p]);
+		free_chunks(l->cur);
+		free(l->pc);
+	}
+	free_chunks(m.free);
+	free(tids);
+	free(m.lanes);
+	pthread_mutex_destroy(&m.lock);
+	pthread_mutex_destroy(&m.free_lock);
+	pthread_cond_destroy(&m.cond);
+	return err;
+}
