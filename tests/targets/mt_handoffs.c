@@ -10,7 +10,7 @@
  * clock) and waits; the writer naps PHASE_MS and hands over in send_*(). Untraced, the
  * reader waits about PHASE_MS; on the trace's clock its got_*() must begin after the
  * writer's send_*() began, though the reader's own clock was behind when it blocked.
- * PHASE_MS (default 300) leaves the reader time to block first even when stepping is
+ * PHASE_MS (default 600) leaves the reader time to block first even when stepping is
  * slow on a loaded machine. Prints "reader TID", "writer TID" and, per phase,
  * "blocked KIND NS": how long the reader's wait lasted (CLOCK_MONOTONIC by raw system
  * calls), so a test can see that it really waited.
@@ -26,7 +26,7 @@
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 
-static int phase_ms = 300;
+static int phase_ms = 600;
 static pthread_barrier_t phase;
 static int pipe_fd[2], event_fd;
 static pthread_t reader_thread;

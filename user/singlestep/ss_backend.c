@@ -696,11 +696,16 @@ static void clock_step(struct backend *b, struct ss_thread *t)
 		 * leaves its time, the latest one, as the value it leaves.
 		 */
 		if ((t->step_insn.mem_access & SS_MEM_READ) &&
-		    (s = sync_find(b, t->proc->pid, addr, false)) && s->clk >= t->clk)
+		    (s = sync_find(b, t->proc->pid, addr, false)) && s->clk >= t->clk) {
+			dlog("singlestep: thread %d: load at %#" PRIx64 " from %#" PRIx64
+			     " moves its clock %" PRIu64 " ns on\n", t->tid, t->ip, addr,
+			     s->clk + 1 - t->clk);
 			t->clk = s->clk + 1;
+		}
 		if ((t->step_insn.mem_access & SS_MEM_WRITE) &&
-		    (s = sync_find(b, t->proc->pid, addr, true)))
+		    (s = sync_find(b, t->proc->pid, addr, true))) {
 			s->clk = t->clk;
+		}
 	}
 	if (t->sysno == SYS_futex && futex_wakes(t->sysarg1) &&
 	    (s = sync_find(b, t->proc->pid, t->sysarg0, true)) && s->clk < t->clk)

@@ -166,6 +166,31 @@ static enum ss_insn_class classify(const cs_insn *insn, bool *call_next)
 }
 
 /*
+ * Instructions that only read their memory operand though capstone 4 says they write
+ * it (found by listing every memory operand's access in a static glibc's text).
+ */
+static bool read_only(unsigned int id)
+{
+	switch (id) {
+	case X86_INS_TEST:
+	case X86_INS_FRSTOR:
+	case X86_INS_FLDENV:
+	case X86_INS_FLDCW:
+	case X86_INS_FXRSTOR:
+	case X86_INS_FXRSTOR64:
+	case X86_INS_XRSTOR:
+	case X86_INS_XRSTOR64:
+	case X86_INS_XRSTORS:
+	case X86_INS_XRSTORS64:
+	case X86_INS_LDMXCSR:
+	case X86_INS_VLDMXCSR:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
  * Its explicit memory operand, if any, and how it is accessed: a lock-prefixed
  * instruction, or xchg with memory (locked without the prefix), is atomic. lea and the
  * hints (nop, prefetch) name memory without touching it.
@@ -199,7 +224,8 @@ static void memory_operand(const cs_insn *insn, struct ss_insn *out)
 		if (op->type != X86_OP_MEM)
 			continue;
 		out->atomic = x->prefix[0] == X86_PREFIX_LOCK || insn->id == X86_INS_XCHG;
-		out->mem_access = op->access & (CS_AC_READ | CS_AC_WRITE);
+		out->mem_access = read_only(insn->id) ? SS_MEM_READ :
+							op->access & (CS_AC_READ | CS_AC_WRITE);
 		out->mem_seg = (uint16_t)op->mem.segment;
 		out->mem_base = (uint16_t)op->mem.base;
 		out->mem_index = (uint16_t)op->mem.index;
