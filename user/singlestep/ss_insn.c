@@ -224,7 +224,9 @@ static void memory_operand(const cs_insn *insn, struct ss_insn *out)
 		if (op->type != X86_OP_MEM)
 			continue;
 		out->atomic = x->prefix[0] == X86_PREFIX_LOCK || insn->id == X86_INS_XCHG;
-		out->mem_access = read_only(insn->id) ? SS_MEM_READ :
+		/* an atomic reads and writes (capstone 4 has lock cmpxchg only read) */
+		out->mem_access = out->atomic		? SS_MEM_READ | SS_MEM_WRITE :
+				  read_only(insn->id) ? SS_MEM_READ :
 							op->access & (CS_AC_READ | CS_AC_WRITE);
 		out->mem_seg = (uint16_t)op->mem.segment;
 		out->mem_base = (uint16_t)op->mem.base;
