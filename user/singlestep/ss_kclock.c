@@ -11,6 +11,7 @@
 #include <bpf/libbpf.h>
 
 #include "ss_kclock.h"
+#include "triggers.h"
 #include "skel/ss_clock.skel.h"
 
 struct ss_kclock {
@@ -19,12 +20,15 @@ struct ss_kclock {
 
 int ss_kclock__open(struct ss_kclock **out, char *why, size_t why_size)
 {
+	libbpf_print_fn_t old_print;
 	struct ss_kclock *k;
 	int err;
 
 	k = calloc(1, sizeof(*k));
 	if (!k)
 		return -ENOMEM;
+	/* a kernel that refuses the programs is told in one line, not libbpf's log */
+	old_print = libbpf_set_print(triggers__libbpf_print);
 	k->skel = ss_clock_bpf__open();
 	if (!k->skel) {
 		err = -errno;
@@ -42,9 +46,11 @@ int ss_kclock__open(struct ss_kclock **out, char *why, size_t why_size)
 			 strerror(-err));
 		goto fail;
 	}
+	libbpf_set_print(old_print);
 	*out = k;
 	return 0;
 fail:
+	libbpf_set_print(old_print);
 	ss_kclock__close(k);
 	return err < 0 ? err : -EINVAL;
 }
