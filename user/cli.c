@@ -157,8 +157,9 @@ static const struct argp_option capture_options[] = {
 	  "up to 6 so that no thread's clock has to wait for a CPU's)" },
 	{ "clock", OPT_CLOCK, "mixed|virtual|real", 0,
 	  "singlestep: mixed (default): each thread's own clock, 2 ns per instruction plus "
-	  "the real length of its system calls, threads ordered where they synchronise "
-	  "(atomics, futex wake before the wait's end); virtual: one clock, instructions "
+	  "its system calls as the kernel ran them (BPF), threads ordered where they "
+	  "synchronise (atomics, every wake of one by another, a load after a store); "
+	  "virtual: one clock, instructions "
 	  "only, deterministic; real: the clock at each step (shows the stepping overhead)" },
 	{ "verify", OPT_VERIFY, NULL, 0,
 	  "singlestep: decode the encoded PT and compare with the stepped instructions" },

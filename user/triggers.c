@@ -112,7 +112,7 @@ struct triggers {
 static int make_gates(struct triggers *t);
 static int ringbuf_sample(void *ctx, void *data, size_t size);
 
-static int libbpf_print_fn(enum libbpf_print_level level, const char *fmt, va_list args)
+int triggers__libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
 {
 	/* libbpf warns on expected failures (probing): only show them on request. */
 	if (level == LIBBPF_DEBUG && ptbpf_log_level < LOG_DEBUG_EXTRA)
@@ -929,7 +929,7 @@ static int triggers_new(const struct capture_opts *o, pid_t tgid, enum trigger_a
 	    o->nr_triggers < 0 || o->nr_triggers > MAX_TRIGGERS || (!o->system_wide && tgid <= 0))
 		return -EINVAL;
 	*out = NULL;
-	libbpf_set_print(libbpf_print_fn);
+	libbpf_set_print(triggers__libbpf_print);
 
 	t = triggers_alloc(MAX_TRIGGERS);
 	if (!t)
@@ -1270,7 +1270,7 @@ int triggers__plane_new(struct triggers **out)
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
-	libbpf_set_print(libbpf_print_fn);
+	libbpf_set_print(triggers__libbpf_print);
 	t = triggers_alloc(PLANE_MAX_RULES);
 	if (!t)
 		return -ENOMEM;

@@ -40,11 +40,13 @@
 #ifndef PTBPF_TRIGGERS_H
 #define PTBPF_TRIGGERS_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
 #include <linux/types.h>
+#include <bpf/libbpf.h>
 
 #include "cli.h"
 #include "trigger_abi.h"
@@ -66,6 +68,12 @@ struct trigger_features {
 
 /* Probe the running kernel (loads tiny programs and maps; needs CAP_BPF). */
 int triggers__probe_features(struct trigger_features *f);
+
+/*
+ * libbpf's messages for ptbpf: its warnings on expected failures (probing, a program
+ * a kernel refuses) only with -vv, its debug output with -vvv.
+ */
+int triggers__libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args);
 
 /*
  * Load (then unload) every program one trigger of each kind needs on this kernel with

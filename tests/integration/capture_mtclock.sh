@@ -3,11 +3,13 @@
 # Issue 15: the multi-thread clock of the singlestep backend (--clock mixed, per thread).
 # mt_sleepers: three threads sleep 1, 2 and 3 units (30 ms) six, three and two times,
 # taking one lock after each sleep. On the trace's clock:
-#  - each nap() lasts about its native length: at least 90 % of what it asks for, and at
-#    most 25 % over the worst the same program's sleeps overshoot untraced, run just
-#    before (a loaded machine wakes sleepers late, traced or not; and ptbpf itself, when
-#    it is scheduled late, sees a return late: 30 ms naps were up to x1.14 under load
-#    average 15, x1.01 on a quiet machine). Before: a thread's sleep counted only while
+#  - each nap() lasts its native length within 10 %: at least 90 % of what it asks for,
+#    and at most 10 % over the worst the same program's sleeps overshoot untraced, run
+#    just before, less what they waited on a run queue once woken (a loaded machine
+#    wakes sleepers late, traced or not: the trace's clock leaves that out). The kernel side
+#    of the clock times each system call as the thread ran it, so ptbpf seeing a
+#    return late on a loaded machine counts nothing (before it did: 30 ms naps were up
+#    to x1.14 at load average 15). Before that: a thread's sleep counted only while
 #    every other thread waited too, so a 30 ms sleep showed as a few ms;
 #  - the lock goes from thread to thread in the order the program saw: each critical()
 #    begins after the one before it ended (a release comes before the take);
@@ -22,9 +24,9 @@ UNIT_MS=30
 "$PROG" -u "$UNIT_MS" >"$TMP/native.out" || fail "mt_sleepers alone failed"
 NATIVE_OVER=$(awk -v u="$UNIT_MS" '
 	$1 == "sleeper" { ms[$2] = $3 }
-	$1 == "nap" { r = $4 / (ms[$2] * 1e6); if (r > worst) worst = r }
+	$1 == "nap" { r = ($4 - $5) / (ms[$2] * 1e6); if (r > worst) worst = r }
 	END { printf "%.3f", worst }' "$TMP/native.out")
-echo "untraced, the worst sleep lasts ${NATIVE_OVER} times what it asked for"
+echo "untraced, the worst sleep lasts ${NATIVE_OVER} times what it asked for (less its run-queue wait)"
 
 check() {
 	local name=$1
@@ -37,7 +39,7 @@ check() {
 		"$NATIVE_OVER" <<'PY' ||
 import collections, re, sys
 out, events, err, unit, name = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
-upper = max(1.0, float(sys.argv[6])) + 0.25
+upper = max(1.0, float(sys.argv[6])) + 0.10
 nap_ms, order = {}, {}
 for l in open(out):
     f = l.split()

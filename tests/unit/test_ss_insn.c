@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <sys/user.h>
 
 #include "array.h"
 #include "ss_insn.h"
@@ -87,11 +88,66 @@ static void test_invalid_and_truncated(void **state)
 	ss_dis__free(NULL);
 }
 
+/*
+ * The memory access the singlestep clock orders threads by (a load after another
+ * thread's store): what each instruction does to its memory operand, and its address.
+ */
+static void test_memory_access(void **state)
+{
+	static const struct {
+		const char *what;
+		uint8_t bytes[15];
+		uint8_t access;
+		bool atomic, private;
+	} access[] = {
+		{ "mov (%rdi),%eax", { 0x8b, 0x07 }, SS_MEM_READ },
+		{ "mov %eax,(%rdi)", { 0x89, 0x07 }, SS_MEM_WRITE },
+		{ "movzwl (%rdi,%rax,1),%eax", { 0x0f, 0xb7, 0x04, 0x07 }, SS_MEM_READ },
+		/* capstone 4 says test writes its memory operand */
+		{ "testb $0x20,0x1(%rcx,%rdx,2)", { 0xf6, 0x44, 0x51, 0x01, 0x20 }, SS_MEM_READ },
+		{ "cmpb $0,(%rdi)", { 0x80, 0x3f, 0x00 }, SS_MEM_READ },
+		{ "addl $1,(%rdi)", { 0x83, 0x07, 0x01 }, SS_MEM_READ | SS_MEM_WRITE },
+		{ "lock cmpxchg %esi,(%rdi)", { 0xf0, 0x0f, 0xb1, 0x37 },
+		  SS_MEM_READ | SS_MEM_WRITE, true },
+		{ "mov %eax,0x8(%rsp)", { 0x89, 0x44, 0x24, 0x08 }, SS_MEM_WRITE, false, true },
+		{ "mov %fs:0x28,%rax", { 0x64, 0x48, 0x8b, 0x04, 0x25, 0x28, 0, 0, 0 }, SS_MEM_READ,
+		  false, true },
+		{ "lea 0x8(%rdi),%rax", { 0x48, 0x8d, 0x47, 0x08 }, 0 },
+		{ "mov %rsi,%rax", { 0x48, 0x89, 0xf0 }, 0 },
+	};
+	struct user_regs_struct regs = { .rdi = 0x5000, .rsp = 0x7000, .rcx = 0x100, .rdx = 2 };
+	struct ss_dis *d;
+	struct ss_insn insn;
+	uint64_t addr;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(ss_dis__new(&d), 0);
+	for (i = 0; i < ARRAY_SIZE(access); i++) {
+		assert_int_equal(ss_dis__decode(d, access[i].bytes, sizeof(access[i].bytes),
+						 0x401000, &insn), 0);
+		if (insn.mem_access != access[i].access || insn.atomic != access[i].atomic ||
+		    (access[i].access && ss_insn__thread_private(&insn) != access[i].private))
+			fail_msg("%s: access %d atomic %d private %d", access[i].what,
+				 insn.mem_access, insn.atomic, ss_insn__thread_private(&insn));
+		assert_int_equal(ss_insn__mem_addr(&insn, &regs, 0x401000, &addr),
+				 access[i].access ? 0 : -EINVAL);
+	}
+	ss_dis__decode(d, access[0].bytes, sizeof(access[0].bytes), 0x401000, &insn);
+	ss_insn__mem_addr(&insn, &regs, 0x401000, &addr);
+	assert_int_equal(addr, 0x5000);
+	ss_dis__decode(d, access[3].bytes, sizeof(access[3].bytes), 0x401000, &insn);
+	ss_insn__mem_addr(&insn, &regs, 0x401000, &addr);
+	assert_int_equal(addr, 0x100 + 2 * 2 + 1);
+	ss_dis__free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_invalid_and_truncated),
+		cmocka_unit_test(test_memory_access),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

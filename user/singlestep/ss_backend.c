@@ -50,6 +50,7 @@
 #include "pt_pmu.h"
 #include "ss_enc.h"
 #include "ss_insn.h"
+#include "ss_kclock.h"
 #include "ss_mm.h"
 #include "ss_sb.h"
 #include "ss_verify.h"
@@ -71,8 +72,8 @@
 #define SS_BLOCKED_NS 2000000ull
 /* Most threads and processes followed. */
 #define SS_MAX_THREADS 4096
-/* Addresses where threads meet (atomics, futexes) whose clock is kept: 8-way sets. */
-#define SS_SYNC_SLOTS 4096
+/* Addresses where threads meet (atomics, futexes, plain stores) whose clock is kept: 8-way sets. */
+#define SS_SYNC_SLOTS 65536
 #define SS_SYNC_WAYS 8
 /*
  * Per-thread clocks: virtual CPUs added to the --cpus ones, each with its own ring, for
@@ -80,6 +81,8 @@
  * would stretch its last system call to that time).
  */
 #define SS_CLOCK_CPUS 6
+/* System calls per thread whose start on its clock is kept, for the threads they woke. */
+#define SS_CALL_HISTORY 16
 
 /* The kernel's restart codes in rax at a system call exit (include/linux/errno.h). */
 #define ERESTARTSYS 512
@@ -144,6 +147,13 @@ struct ss_thread {
 	int schedstat_fd;		/* /proc/TID/schedstat, kept open (-1: not yet) */
 	uint64_t sync_addr;		/* its last atomic's address, */
 	uint64_t sync_prev, sync_set;	/* that address's clock before and after it */
+	/* Its last system calls as the kernel entered them (enter_ns) and where each
+	 * started on its clock: a thread it woke ends its wait after that (ring). */
+	struct {
+		uint64_t enter_ns, clk;
+	} calls[SS_CALL_HISTORY];
+	unsigned int calls_next;
+	uint64_t kcall_enter_ns;	/* the last call taken from the kernel's side */
 };
 
 struct ss_vcpu {
@@ -190,6 +200,8 @@ struct backend {
 					 * per-thread clocks: the latest time given out */
 	bool per_thread;		/* --clock mixed: each thread keeps its own clock */
 	struct ss_sync *sync;		/* per_thread: SS_SYNC_SLOTS */
+	struct ss_kclock *kclock;	/* per_thread: system calls and wakes from the
+					 * kernel; NULL: measured by ptbpf (no BPF) */
 	const struct run_hooks *hooks;	/* of the run in progress: the triggers' clock */
 	uint64_t round;
 	uint64_t steps;			/* instructions encoded */
@@ -219,6 +231,17 @@ static struct ss_thread *thread_find(struct backend *b, pid_t tid)
 
 	for (i = 0; i < b->nr_threads; i++)
 		if (b->threads[i]->tid == tid && b->threads[i]->state != TS_GONE)
+			return b->threads[i];
+	return NULL;
+}
+
+/* Thread `tid`, gone or not: the latest one of that tid. */
+static struct ss_thread *thread_find_any(struct backend *b, pid_t tid)
+{
+	int i;
+
+	for (i = b->nr_threads - 1; i >= 0; i--)
+		if (b->threads[i]->tid == tid)
 			return b->threads[i];
 	return NULL;
 }
@@ -263,6 +286,9 @@ static struct ss_proc *proc_new(struct backend *b, pid_t pid, pid_t ppid)
 	p->pid = pid;
 	p->ppid = ppid;
 	b->procs[b->nr_procs++] = p;
+	/* a process the kernel side misses only measures its calls the old way */
+	if (b->kclock && ss_kclock__trace(b->kclock, pid))
+		dlog("singlestep: process %d: its system calls are timed by ptbpf\n", pid);
 	return p;
 }
 
@@ -661,6 +687,25 @@ static void clock_step(struct backend *b, struct ss_thread *t)
 		t->sync_addr = addr & ~7ull;
 		t->sync_prev = s->clk;
 		s->clk = t->sync_set = t->clk;
+	} else if (t->step_known && t->step_insn.mem_access && !ss_insn__thread_private(&t->step_insn) &&
+		   !ss_insn__mem_addr(&t->step_insn, &t->regs, t->ip, &addr)) {
+		/*
+		 * A plain load after a store reads what it wrote, or later: threads are
+		 * stepped one instruction at a time, so the order of the steps is the real
+		 * order. It comes after that store (a flag another thread spins on); a store
+		 * leaves its time, the latest one, as the value it leaves.
+		 */
+		if ((t->step_insn.mem_access & SS_MEM_READ) &&
+		    (s = sync_find(b, t->proc->pid, addr, false)) && s->clk >= t->clk) {
+			dlog("singlestep: thread %d: load at %#" PRIx64 " from %#" PRIx64
+			     " moves its clock %" PRIu64 " ns on\n", t->tid, t->ip, addr,
+			     s->clk + 1 - t->clk);
+			t->clk = s->clk + 1;
+		}
+		if ((t->step_insn.mem_access & SS_MEM_WRITE) &&
+		    (s = sync_find(b, t->proc->pid, addr, true))) {
+			s->clk = t->clk;
+		}
 	}
 	if (t->sysno == SYS_futex && futex_wakes(t->sysarg1) &&
 	    (s = sync_find(b, t->proc->pid, t->sysarg0, true)) && s->clk < t->clk)
@@ -705,27 +750,91 @@ static uint64_t runq_wait_ns(struct ss_thread *t)
 }
 
 /*
- * Thread t's system call returned (`ret`): it lasted its real length, as long as the
- * kernel kept it (a sleep, I/O, a timeout), except a futex wait another thread ended,
- * whose real length is mostly that thread's stepping: it ends just after the wake.
+ * Where waker w's system call that the kernel entered at `enter_ns` started on w's
+ * clock (the wake came during it), 0 if no longer known. A thread gone since woke as
+ * it exited (its joiner, through CLONE_CHILD_CLEARTID): after all it did.
+ */
+static uint64_t waker_clock(struct backend *b, const struct ss_thread *w, uint64_t enter_ns)
+{
+	struct ss_kclock_call cur;
+	int i;
+
+	if (w->state == TS_GONE)
+		return w->clk;
+	for (i = 0; i < SS_CALL_HISTORY; i++)
+		if (w->calls[i].enter_ns == enter_ns)
+			return w->calls[i].clk;
+	/* the call is still in flight for ptbpf */
+	if (w->in_syscall && !ss_kclock__call(b->kclock, w->tid, &cur) && cur.enter_ns == enter_ns)
+		return w->syscall_time;
+	return 0;
+}
+
+/*
+ * Thread t's system call as the kernel ran it, if its side saw it: `real`, its length
+ * less its run-queue waits; `woken`, the clock of the traced thread that woke it, and
+ * `after`, what of `real` came after that wake (0: no such wake). Returns false if
+ * there is no record of this call (no BPF; a call the kernel side missed).
+ */
+static bool kernel_call(struct backend *b, struct ss_thread *t, uint64_t *real, uint64_t *woken,
+			uint64_t *after)
+{
+	struct ss_kclock_call call;
+	const struct ss_thread *w;
+	uint64_t waited;
+
+	if (!b->kclock || ss_kclock__call(b->kclock, t->tid, &call) || !call.exit_ns ||
+	    call.exit_ns < call.enter_ns || call.enter_ns < t->resumed_ns ||
+	    call.enter_ns == t->kcall_enter_ns)
+		return false;
+	t->kcall_enter_ns = call.enter_ns;
+	t->calls[t->calls_next++ % SS_CALL_HISTORY].enter_ns = call.enter_ns;
+	t->calls[(t->calls_next - 1) % SS_CALL_HISTORY].clk = t->syscall_time;
+	waited = call.exit_delay_ns - call.enter_delay_ns;
+	*real = call.exit_ns - call.enter_ns;
+	*real = waited < *real ? *real - waited : 0;
+	*woken = 0;
+	if (call.wake_ns >= call.enter_ns && call.wake_ns <= call.exit_ns &&
+	    (w = thread_find_any(b, (pid_t)call.waker)))
+		*woken = waker_clock(b, w, call.waker_enter_ns);
+	/* the wakee's own time after the wake: mostly the run-queue wait just subtracted */
+	*after = call.exit_ns - call.wake_ns;
+	*after = waited < *after ? *after - waited : 0;
+	dlog("singlestep: thread %d: syscall %ld: %" PRIu64 " ns in the kernel, %" PRIu64
+	     " ns of it on a run queue; woken by thread %d (0: none)\n", t->tid, t->sysno,
+	     (uint64_t)(call.exit_ns - call.enter_ns), (uint64_t)waited,
+	     *woken ? (int)call.waker : 0);
+	return true;
+}
+
+/*
+ * Thread t's system call returned (`ret`): it lasted as long as the kernel kept it (a
+ * sleep, I/O, a timeout), less its waits for a real CPU (a loaded machine's, not the
+ * program's). A call another traced thread ended (a wake seen by the kernel side; a
+ * futex wait returning 0) lasted mostly that thread's stepping: it ends just after
+ * the wake on the waker's clock. The kernel side times each call as the thread ran it;
+ * without it, from the resume to the stop that reports the return, which counts ptbpf
+ * noticing the return late.
  */
 static void clock_syscall_end(struct backend *b, struct ss_thread *t, long ret)
 {
-	uint64_t now = mono_ns(), end, woken;
+	uint64_t now = mono_ns(), end, woken = 0, after = 0, real, waited;
 	const struct ss_sync *s;
-
-	uint64_t real = now > t->resumed_ns ? now - t->resumed_ns : 0, waited;
 
 	if (!b->per_thread)
 		return;
-	/* less what it waited for a real CPU: a loaded machine's, not the program's */
-	waited = runq_wait_ns(t) - t->syscall_runq_ns;
-	if (t->syscall_runq_ns && waited < real)
-		real -= waited;
+	if (!kernel_call(b, t, &real, &woken, &after)) {
+		real = now > t->resumed_ns ? now - t->resumed_ns : 0;
+		waited = runq_wait_ns(t) - t->syscall_runq_ns;
+		if (t->syscall_runq_ns && waited < real)
+			real -= waited;
+		dlog("singlestep: thread %d: syscall %ld: %" PRIu64 " ns, %" PRIu64
+		     " ns of it on a run queue\n", t->tid, t->sysno, real, waited);
+	}
 	end = t->syscall_time + real;
-	dlog("singlestep: thread %d: syscall %ld: %" PRIu64 " ns, %" PRIu64 " ns of it on a run queue\n",
-	     t->tid, t->sysno, real, waited);
-	if (t->sysno == SYS_futex && futex_waits(t->sysarg1) && ret == 0) {
+	if (woken) {
+		end = (woken > t->syscall_time ? woken : t->syscall_time) + 1 + after;
+	} else if (t->sysno == SYS_futex && futex_waits(t->sysarg1) && ret == 0) {
 		s = sync_find(b, t->proc->pid, t->sysarg0, false);
 		/* no wake seen (a thread's exit wakes its joiner): after all so far */
 		woken = s ? s->clk : b->now;
@@ -762,11 +871,13 @@ static int resume(struct backend *b, struct ss_thread *t)
 	clock_step(b, t);
 	if (t->in_syscall && t->syscall_unencoded) {
 		t->syscall_time = b->per_thread ? t->clk : b->now;
-		if (b->per_thread)
+		if (b->per_thread && !b->kclock)
 			t->syscall_runq_ns = runq_wait_ns(t);
 	}
 	sig = t->pending_sig;
 	t->pending_sig = 0;
+	/* before: the kernel side's call must begin after it (kernel_call()) */
+	t->resumed_ns = mono_ns();
 	if (ptrace(PTRACE_SINGLESTEP, t->tid, NULL, (void *)(long)sig)) {
 		err = -errno;
 		if (err == -ESRCH) {
@@ -778,7 +889,6 @@ static int resume(struct backend *b, struct ss_thread *t)
 		return err;
 	}
 	t->injected = sig;
-	t->resumed_ns = mono_ns();
 	t->state = (t->step_known && t->step_insn.cls != SS_INSN_SYSCALL && !sig &&
 		    !t->maybe_restart) ? TS_STEPPING : TS_INFLIGHT;
 	return 0;
@@ -991,6 +1101,8 @@ static int thread_gone(struct backend *b, struct ss_thread *t, bool reaped, int 
 	if (t->schedstat_fd >= 0)
 		close(t->schedstat_fd);
 	t->schedstat_fd = -1;
+	if (b->kclock)
+		ss_kclock__forget(b->kclock, t->tid);
 	/* a tracer learns how its tracees end, children or not (-p): killed is not exited */
 	if (reaped && b->target && t->tid == b->target->pid)
 		b->target->exit_status = status;
@@ -1810,6 +1922,15 @@ static int ss_open(const struct capture_opts *opts, struct target *target, struc
 	b->cpus = calloc(b->max_cpus, sizeof(*b->cpus));
 	if (b->per_thread)
 		b->sync = calloc(SS_SYNC_SLOTS, sizeof(*b->sync));
+	if (b->per_thread) {
+		char why[160];
+
+		err = ss_kclock__open(&b->kclock, why, sizeof(why));
+		if (err)
+			elog("note: --clock mixed: the kernel side of the clock is unavailable (%s); "
+			     "system calls are timed by ptbpf, so a loaded machine lengthens them "
+			     "and waits ended by pipes or signals are not ordered\n", why);
+	}
 	err = !b->runq || !b->cpus || (b->per_thread && !b->sync) ? -ENOMEM : 0;
 	err = err ?: ss_dis__new(&b->dis);
 	err = err ?: ss_sb__new(&b->sb);
@@ -2141,6 +2262,7 @@ static void ss_close(struct backend *b)
 	if (b->mask_set)
 		sigprocmask(SIG_SETMASK, &b->old_mask, NULL);
 	ss_verify__free(b->verify);
+	ss_kclock__close(b->kclock);
 	ss_sb__free(b->sb);
 	ss_dis__free(b->dis);
 	free(b->threads);

@@ -165,24 +165,69 @@ static enum ss_insn_class classify(const cs_insn *insn, bool *call_next)
 	}
 }
 
-/* A lock-prefixed instruction, or xchg with memory (locked without the prefix). */
-static void atomic_operand(const cs_insn *insn, struct ss_insn *out)
+/*
+ * Instructions that only read their memory operand though capstone 4 says they write
+ * it (found by listing every memory operand's access in a static glibc's text).
+ */
+static bool read_only(unsigned int id)
+{
+	switch (id) {
+	case X86_INS_TEST:
+	case X86_INS_FRSTOR:
+	case X86_INS_FLDENV:
+	case X86_INS_FLDCW:
+	case X86_INS_FXRSTOR:
+	case X86_INS_FXRSTOR64:
+	case X86_INS_XRSTOR:
+	case X86_INS_XRSTOR64:
+	case X86_INS_XRSTORS:
+	case X86_INS_XRSTORS64:
+	case X86_INS_LDMXCSR:
+	case X86_INS_VLDMXCSR:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * Its explicit memory operand, if any, and how it is accessed: a lock-prefixed
+ * instruction, or xchg with memory (locked without the prefix), is atomic. lea and the
+ * hints (nop, prefetch) name memory without touching it.
+ */
+static void memory_operand(const cs_insn *insn, struct ss_insn *out)
 {
 	const cs_x86 *x = &insn->detail->x86;
 	int i;
 
 	out->atomic = false;
+	out->mem_access = 0;
 	out->mem_seg = out->mem_base = out->mem_index = 0;
 	out->mem_scale = 0;
 	out->mem_disp = 0;
-	if (x->prefix[0] != X86_PREFIX_LOCK && insn->id != X86_INS_XCHG)
+	switch (insn->id) {
+	case X86_INS_LEA:
+	case X86_INS_NOP:
+	case X86_INS_PREFETCH:
+	case X86_INS_PREFETCHNTA:
+	case X86_INS_PREFETCHT0:
+	case X86_INS_PREFETCHT1:
+	case X86_INS_PREFETCHT2:
+	case X86_INS_PREFETCHW:
 		return;
+	default:
+		break;
+	}
 	for (i = 0; i < x->op_count; i++) {
 		const cs_x86_op *op = &x->operands[i];
 
 		if (op->type != X86_OP_MEM)
 			continue;
-		out->atomic = true;
+		out->atomic = x->prefix[0] == X86_PREFIX_LOCK || insn->id == X86_INS_XCHG;
+		/* an atomic reads and writes (capstone 4 has lock cmpxchg only read) */
+		out->mem_access = out->atomic		? SS_MEM_READ | SS_MEM_WRITE :
+				  read_only(insn->id) ? SS_MEM_READ :
+							op->access & (CS_AC_READ | CS_AC_WRITE);
 		out->mem_seg = (uint16_t)op->mem.segment;
 		out->mem_base = (uint16_t)op->mem.base;
 		out->mem_index = (uint16_t)op->mem.index;
@@ -221,7 +266,7 @@ int ss_insn__mem_addr(const struct ss_insn *insn, const struct user_regs_struct 
 {
 	uint64_t a = (uint64_t)insn->mem_disp, v;
 
-	if (!insn->atomic)
+	if (!insn->atomic && !insn->mem_access)
 		return -EINVAL;
 	if (insn->mem_base == X86_REG_RIP)
 		a += ip + insn->len;
@@ -245,6 +290,11 @@ int ss_insn__mem_addr(const struct ss_insn *insn, const struct user_regs_struct 
 	return 0;
 }
 
+bool ss_insn__thread_private(const struct ss_insn *insn)
+{
+	return insn->mem_base == X86_REG_RSP || insn->mem_seg == X86_REG_FS;
+}
+
 int ss_dis__decode(struct ss_dis *d, const uint8_t *bytes, size_t size, uint64_t ip,
 		   struct ss_insn *out)
 {
@@ -261,7 +311,7 @@ int ss_dis__decode(struct ss_dis *d, const uint8_t *bytes, size_t size, uint64_t
 	}
 	out->len = d->insn->size;
 	out->cls = classify(d->insn, &out->call_next);
-	atomic_operand(d->insn, out);
+	memory_operand(d->insn, out);
 	return 0;
 }
 

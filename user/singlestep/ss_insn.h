@@ -29,16 +29,23 @@ enum ss_insn_class {
 	SS_INSN_INVALID,	/* not an instruction capstone knows */
 };
 
+/* ss_insn.mem_access: capstone's CS_AC_READ and CS_AC_WRITE. */
+#define SS_MEM_READ 1
+#define SS_MEM_WRITE 2
+
 struct ss_insn {
 	uint8_t len;		/* bytes, 1..15; 0 when invalid */
 	uint8_t cls;		/* enum ss_insn_class */
 	bool call_next;		/* call to the next instruction (PIC thunk): not pushed */
 	/*
 	 * An atomic read-modify-write of memory (lock prefix, or xchg with memory), where
-	 * threads meet (the trace clock orders them, ss_backend.c); its memory operand as
-	 * capstone registers (0: none), for ss_insn__mem_addr().
+	 * threads meet (the trace clock orders them, ss_backend.c); any other access to
+	 * memory by an explicit operand (mem_access: SS_MEM_READ, SS_MEM_WRITE, both) is
+	 * where a thread may read what another wrote. The memory operand as capstone
+	 * registers (0: none), for ss_insn__mem_addr().
 	 */
 	bool atomic;
+	uint8_t mem_access;
 	uint8_t mem_scale;
 	uint16_t mem_seg, mem_base, mem_index;
 	int64_t mem_disp;
@@ -63,10 +70,14 @@ const char *ss_insn_class_str(enum ss_insn_class cls);
 struct user_regs_struct;
 
 /*
- * The address an atomic instruction at `ip` works on, from the registers it started
- * with. Returns 0, or -EINVAL (not atomic, or a register outside the general ones).
+ * The address the memory operand of the instruction at `ip` names, from the registers
+ * it started with. Returns 0, or -EINVAL (no memory operand, or a register outside the
+ * general ones).
  */
 int ss_insn__mem_addr(const struct ss_insn *insn, const struct user_regs_struct *regs,
 		      uint64_t ip, uint64_t *addr);
+
+/* Its memory operand is the thread's own: its stack (rsp-relative) or its TLS (%fs). */
+bool ss_insn__thread_private(const struct ss_insn *insn);
 
 #endif /* PTBPF_SS_INSN_H */
