@@ -507,7 +507,14 @@ static error_t parse_capture_opt(int key, char *arg, struct argp_state *state)
 	case OPT_WARMUP:
 		return duration_arg(state, "--warmup", arg, &o->warmup_ns);
 	case OPT_DURATION:
-		return duration_arg(state, "--duration", arg, &o->duration_ns);
+		if (duration_arg(state, "--duration", arg, &o->duration_ns))
+			return EINVAL;
+		/* 0 is how "no --duration" is kept: taken, it would run until Ctrl-C */
+		if (!o->duration_ns)
+			return usage_error(state, "invalid --duration '%s': it must be more than 0 "
+					   "(without --duration the session lasts until a trigger, "
+					   "Ctrl-C or the target's exit)", arg);
+		return 0;
 	case OPT_SNAPSHOT_ON_EXIT:
 		o->snapshot_on_exit = true;
 		return 0;
