@@ -292,14 +292,22 @@ int exit_status(int err)
 
 int usage_error(struct argp_state *state, const char *fmt, ...)
 {
+	log_sink_fn sink;
+	char msg[512];
+	void *ctx;
 	va_list ap;
 
 	usage_reported = true;
-	fprintf(stderr, "%s: ", state->name);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, " (see %s --help)\n", state->name);
+	/* the daemon parses a rule's trigger as a command line: the error goes with its line */
+	log_get_sink(&sink, &ctx);
+	if (sink) {
+		sink(ctx, LOG_ERROR, msg);
+		return EINVAL;
+	}
+	fprintf(stderr, "%s: %s (see %s --help)\n", state->name, msg, state->name);
 	return EINVAL;
 }
 

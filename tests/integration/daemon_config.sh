@@ -63,6 +63,20 @@ base_config "rules:
     trigger: {uprobe: \"$SERVER:handel\"}"
 refused "unknown symbol" "$CFG:6: rule sym: trigger: .*no function 'handel'.*did you mean handle"
 
+# a threshold the capture command refuses: one line, with the rule's line and why
+base_config "rules:
+  - name: rq
+    trigger: {runq_latency_over: 0ms}
+    capture: {backend: events-only}"
+refused "zero threshold" "$CFG:6: rule rq: trigger: .*must be more than 0"
+[ "$(wc -l <"$TMP/check.out")" = 1 ] || { cat "$TMP/check.out"; fail "zero threshold: not one line"; }
+base_config "rules:
+  - name: rq
+    trigger: {runq_latency_over: 5}
+    capture: {backend: events-only}"
+refused "threshold without unit" "$CFG:6: rule rq: trigger: .*'5' \\(a number with a unit"
+[ "$(wc -l <"$TMP/check.out")" = 1 ] || { cat "$TMP/check.out"; fail "threshold without unit: not one line"; }
+
 base_config "rules:
   - name: two
     trigger: {uprobe: \"$SERVER:handle\", tracepoint: \"sched:sched_switch\"}"
