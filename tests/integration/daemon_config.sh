@@ -96,6 +96,9 @@ printf 'rules:\n  - name: a\n   trigger: [\n' >"$RULES/10-syntax.yaml"
 refused "YAML syntax" "$RULES/10-syntax.yaml:[0-9]+: "
 printf 'spool: {dir: /x}\n' >"$RULES/10-syntax.yaml"
 refused "global key in a drop-in" "$RULES/10-syntax.yaml:1: .*spool.*drop-in file holds rules"
+printf 'rules:\n  - name: a\n    trigger: {uprobe: "%s:handle", bogus: 1}\n' "$SERVER" >"$RULES/10-syntax.yaml"
+refused "unknown key in a drop-in's rule" "$RULES/10-syntax.yaml:3: Unexpected key: bogus"
+grep -q 'holds rules' "$TMP/check.out" && fail "a key inside a rule blamed as a global key: $(cat "$TMP/check.out")"
 rm "$RULES/10-syntax.yaml"
 
 base_config "rules:

@@ -702,6 +702,7 @@ enum config_file_kind {
 static int load_file(struct config *c, const char *path, enum config_file_kind kind)
 {
 	bool main_file = kind != CONFIG_DROPIN, daemon_file = kind != CONFIG_UPLOAD_ONLY;
+	bool global_key = false;
 
 	struct load_ctx lc = { .c = c, .file = path };
 	cyaml_config_t cfg = {
@@ -739,12 +740,14 @@ static int load_file(struct config *c, const char *path, enum config_file_kind k
 
 		if (line)
 			lc.cyaml_line = line;
+		/* the drop-in's hint is for a global key (spool:), not a typo inside a rule */
+		global_key = tree && ytree_get(tree, lc.cyaml_msg + 16);
 		ytree_free(tree);
 	}
 	if (ce != CYAML_OK) {
 		if (ce == CYAML_ERR_FILE_OPEN)
 			cfg_err(&lc, 0, "cannot open: %s", strerror(errno));
-		else if (!main_file && ce == CYAML_ERR_INVALID_KEY)
+		else if (!main_file && global_key)
 			cfg_err(&lc, lc.cyaml_line, "%s (a drop-in file holds rules: only)",
 				lc.cyaml_msg[0] ? lc.cyaml_msg : cyaml_strerror(ce));
 		else
