@@ -52,6 +52,12 @@ base_config "rules:
 refused "bad backend" "$CFG:7: rule be: capture.backend 'turbo'"
 
 base_config "rules:
+  - name: tm
+    trigger: {uprobe: \"$SERVER:handle\"}
+    capture: {backend: auto, timing: fast}"
+refused "bad timing" "$CFG:7: rule tm: capture.timing 'fast': expected tsc, mtc or cyc"
+
+base_config "rules:
   - name: ss
     match: {binary: $SERVER}
     trigger: {uprobe: \"$SERVER:handle\"}

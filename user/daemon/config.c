@@ -17,6 +17,7 @@
 
 #include <cyaml/cyaml.h>
 
+#include "array.h"
 #include "cli.h"
 #include "config.h"
 #include "log.h"
@@ -38,7 +39,7 @@ struct y_trigger {
 };
 
 struct y_capture {
-	char *backend, *buffer_size;
+	char *backend, *buffer_size, *timing;
 	bool kernel;
 };
 
@@ -126,6 +127,7 @@ static const cyaml_schema_field_t trigger_fields[] = {
 static const cyaml_schema_field_t capture_fields[] = {
 	STR("backend", struct y_capture, backend),
 	STR("buffer_size", struct y_capture, buffer_size),
+	STR("timing", struct y_capture, timing),
 	CYAML_FIELD_BOOL("kernel", OPT, struct y_capture, kernel),
 	CYAML_FIELD_END
 };
@@ -610,6 +612,18 @@ static int convert_rule(struct load_ctx *lc, const struct y_rule *y, unsigned id
 			cfg_err(lc, line_of(lc, 4, "rules", ix, "capture", "buffer_size"), "rule %s: "
 				"capture.buffer_size must be a power of two of at least 4K", r->name);
 		r->kernel = y->capture->kernel;
+		if (y->capture->timing) {
+			static const char *const timings[] = { "tsc", "mtc", "cyc" };
+			unsigned t;
+
+			for (t = 0; t < ARRAY_SIZE(timings); t++)
+				if (!strcmp(y->capture->timing, timings[t]))
+					r->timing = timings[t];
+			if (!r->timing)
+				cfg_err(lc, line_of(lc, 4, "rules", ix, "capture", "timing"),
+					"rule %s: capture.timing '%s': expected tsc, mtc or cyc",
+					r->name, y->capture->timing);
+		}
 	}
 	if (r->backend == RULE_BACKEND_SINGLESTEP && !r->pid)
 		cfg_err(lc, line_of(lc, 4, "rules", ix, "capture", "backend"), "rule %s: the "
@@ -654,10 +668,10 @@ static int rule_fingerprint(struct rule *r)
 	int n;
 	unsigned i;
 
-	n = snprintf(buf, sizeof(buf), "%s|%s|%s|%s|%s|%u|%s|%d|%llu|%d|%llu|%llu|%llu|%g|%llu|%d",
+	n = snprintf(buf, sizeof(buf), "%s|%s|%s|%s|%s|%u|%s|%d|%llu|%d|%s|%llu|%llu|%llu|%g|%llu|%d",
 		     r->name, r->binary ?: "", r->comm ?: "", r->cgroup ?: "",
 		     r->systemd_unit ?: "", r->pid, r->trigger_desc ?: "", r->backend,
-		     (unsigned long long)r->buffer_size, r->kernel,
+		     (unsigned long long)r->buffer_size, r->kernel, r->timing ?: "",
 		     (unsigned long long)r->max_per_hour, (unsigned long long)r->max_per_day,
 		     (unsigned long long)r->cooldown_ns, r->skip_probability,
 		     (unsigned long long)r->max_bytes_per_day, r->decode_host);
