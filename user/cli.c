@@ -149,7 +149,8 @@ static const struct argp_option capture_options[] = {
 	{ NULL, 0, NULL, 0, "Backends:", 5 },
 	{ "backend", OPT_BACKEND, "pt|singlestep", 0,
 	  "pt: Intel PT hardware (default where present). singlestep: software PT from a "
-	  "ptraced target (default elsewhere; ~1000x slower)" },
+	  "ptraced target (default elsewhere; 10^4 to 10^5 times slower while the "
+	  "program computes: each run states its own figure)" },
 	{ "buffer-size", OPT_BUFFER_SIZE, "SIZE", 0,
 	  "Per-CPU ring size, a power of two (default 4M)" },
 	{ "cpus", OPT_CPUS, "N", 0,

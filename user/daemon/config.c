@@ -627,7 +627,7 @@ static int convert_rule(struct load_ctx *lc, const struct y_rule *y, unsigned id
 	}
 	if (r->backend == RULE_BACKEND_SINGLESTEP && !r->pid)
 		cfg_err(lc, line_of(lc, 4, "rules", ix, "capture", "backend"), "rule %s: the "
-			"singlestep backend needs match.pid (it slows its target ~1000x: one "
+			"singlestep backend needs match.pid (it slows its target 10^4-10^5x: one "
 			"process, named, never a whole binary)", r->name);
 	if (y->budget) {
 		r->max_per_hour = y->budget->max_per_hour;
