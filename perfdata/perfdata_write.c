@@ -682,10 +682,16 @@ int perfdata_write(const char *path, const struct capture *cap)
 	char tmp[PATH_MAX], dirbuf[PATH_MAX], basebuf[PATH_MAX];
 	const char *dir, *base;
 	bool created = false;
+	struct stat st;
 	int err, dfd;
 
 	if (!path || !*path || !cap)
 		return -EINVAL;
+	/* the rename below would put a file in place of a device (/dev/null) or a FIFO */
+	if (!stat(path, &st) && !S_ISREG(st.st_mode)) {
+		elog("cannot write %s: not a regular file\n", path);
+		return -EINVAL;
+	}
 	if (strlen(path) >= sizeof(dirbuf)) {
 		elog("cannot write %s: path too long\n", path);
 		return -ENAMETOOLONG;

@@ -98,7 +98,8 @@ static const struct backend_ops *choose_backend(const struct capture_opts *opts,
 	/* The reason without its fix: the fix is what this notice says. */
 	why[strcspn(why, ";")] = '\0';
 	snprintf(notice, size, "%s: using the singlestep backend (software PT: the program runs "
-		 "10^3 to 10^4 times slower; --backend singlestep silences this)", why);
+		 "10^4 to 10^5 times slower while it computes; --backend singlestep silences "
+		 "this)", why);
 	return &ss_backend_ops;
 }
 

@@ -149,7 +149,8 @@ static const struct argp_option capture_options[] = {
 	{ NULL, 0, NULL, 0, "Backends:", 5 },
 	{ "backend", OPT_BACKEND, "pt|singlestep", 0,
 	  "pt: Intel PT hardware (default where present). singlestep: software PT from a "
-	  "ptraced target (default elsewhere; ~1000x slower)" },
+	  "ptraced target (default elsewhere; 10^4 to 10^5 times slower while the "
+	  "program computes: each run states its own figure)" },
 	{ "buffer-size", OPT_BUFFER_SIZE, "SIZE", 0,
 	  "Per-CPU ring size, a power of two (default 4M)" },
 	{ "cpus", OPT_CPUS, "N", 0,
@@ -293,14 +294,22 @@ int exit_status(int err)
 
 int usage_error(struct argp_state *state, const char *fmt, ...)
 {
+	log_sink_fn sink;
+	char msg[512];
+	void *ctx;
 	va_list ap;
 
 	usage_reported = true;
-	fprintf(stderr, "%s: ", state->name);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, " (see %s --help)\n", state->name);
+	/* the daemon parses a rule's trigger as a command line: the error goes with its line */
+	log_get_sink(&sink, &ctx);
+	if (sink) {
+		sink(ctx, LOG_ERROR, msg);
+		return EINVAL;
+	}
+	fprintf(stderr, "%s: %s (see %s --help)\n", state->name, msg, state->name);
 	return EINVAL;
 }
 
@@ -508,7 +517,14 @@ static error_t parse_capture_opt(int key, char *arg, struct argp_state *state)
 	case OPT_WARMUP:
 		return duration_arg(state, "--warmup", arg, &o->warmup_ns);
 	case OPT_DURATION:
-		return duration_arg(state, "--duration", arg, &o->duration_ns);
+		if (duration_arg(state, "--duration", arg, &o->duration_ns))
+			return EINVAL;
+		/* 0 is how "no --duration" is kept: taken, it would run until Ctrl-C */
+		if (!o->duration_ns)
+			return usage_error(state, "invalid --duration '%s': it must be more than 0 "
+					   "(without --duration the session lasts until a trigger, "
+					   "Ctrl-C or the target's exit)", arg);
+		return 0;
 	case OPT_SNAPSHOT_ON_EXIT:
 		o->snapshot_on_exit = true;
 		return 0;

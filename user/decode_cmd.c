@@ -503,7 +503,7 @@ int cmd_decode(int argc, char **argv)
 	if (env.opts.output && !strcmp(env.opts.output, "-"))
 		env.opts.output = NULL;
 	/* before decoding, not after: a bad -o must not cost the decode */
-	if (env.opts.output && output_check_path(env.opts.output)) {
+	if (env.opts.output && output_check_path(env.opts.output, true)) {
 		err = 2;
 		goto cleanup;
 	}

@@ -115,6 +115,8 @@ static struct check checks[NR_CHECKS] = {
 
 /* tracefs was mounted by this run: unmounted before doctor exits */
 static bool tracefs_mounted_now;
+/* tracefs is mounted but root's only: its fix is a privilege, not a mount */
+static bool tracefs_denied;
 
 static struct doctor_env {
 	bool json;
@@ -525,8 +527,9 @@ static void privilege_not_feature(void)
 		if (!checks[bpf_checks[i]].present)
 			set_fix(bpf_checks[i], "a missing privilege, not (as far as can be told) a "
 				"missing kernel feature: run as root, or grant CAP_BPF and CAP_PERFMON "
-				"(setcap cap_bpf,cap_perfmon+ep on the ptbpf binary), then check again");
-	if (!checks[CHK_TRACEFS].present && !privs_has_cap(CAP_SYS_ADMIN))
+				"and what attaching needs (setcap " PRIVS_SETCAP_SET "+ep on the ptbpf "
+				"binary), then check again");
+	if (!checks[CHK_TRACEFS].present && !tracefs_denied && !privs_has_cap(CAP_SYS_ADMIN))
 		set_fix(CHK_TRACEFS, "a missing privilege: mounting tracefs needs CAP_SYS_ADMIN: "
 			"run as root, or mount -t tracefs nodev /sys/kernel/tracing as root");
 }
@@ -602,7 +605,13 @@ static void check_bpf(void)
 		tfs = tracefs_path(&mounted_now);
 		tracefs_mounted_now = mounted_now;
 		facts.tracefs = tfs != NULL;
-		if (!tfs) {
+		if (!tfs && errno == EACCES) {
+			tracefs_denied = true;
+			set(CHK_TRACEFS, false, "mounted at /sys/kernel/tracing, but only root may "
+			    "read it (mode 0700)");
+			set_fix(CHK_TRACEFS, "%s", privs_attach_denied(-EACCES, false) ?:
+				"run as root");
+		} else if (!tfs) {
 			set(CHK_TRACEFS, false, "not mounted and mounting it failed: %s",
 			    strerror(errno));
 			set_fix(CHK_TRACEFS, "mount -t tracefs nodev /sys/kernel/tracing");
@@ -619,7 +628,9 @@ static void check_bpf(void)
 		run_probe(PROBE_TP, &r);
 		ok = probe_evidence(&r, "raw_syscalls:sys_enter", buf, sizeof(buf));
 		set(CHK_TRACEPOINT, ok, "%s", buf);
-		if (!ok)
+		if (!ok && privs_attach_denied(r.attach_err, false))
+			set_fix(CHK_TRACEPOINT, "%s", privs_attach_denied(r.attach_err, false));
+		else if (!ok)
 			set_fix(CHK_TRACEPOINT, "%s", facts.tracefs ? "a kernel with "
 				"CONFIG_TRACEPOINTS=y and CONFIG_BPF_EVENTS=y" :
 				"mount -t tracefs nodev /sys/kernel/tracing");
@@ -634,8 +645,11 @@ static void check_bpf(void)
 		have_pmu = !access("/sys/bus/event_source/devices/uprobe", F_OK);
 		set(CHK_UPROBE, false, "%s; uprobe PMU %s%s", buf, have_pmu ? "present" : "absent",
 		    kconfig_note("CONFIG_UPROBE_EVENTS", note, sizeof(note)));
-		set_fix(CHK_UPROBE, "a kernel with CONFIG_UPROBES=y and CONFIG_UPROBE_EVENTS=y "
-			"(--uprobe triggers need it)");
+		if (privs_attach_denied(r.attach_err, true))
+			set_fix(CHK_UPROBE, "%s", privs_attach_denied(r.attach_err, true));
+		else
+			set_fix(CHK_UPROBE, "a kernel with CONFIG_UPROBES=y and "
+				"CONFIG_UPROBE_EVENTS=y (--uprobe triggers need it)");
 	}
 
 	err = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL);
@@ -760,7 +774,8 @@ static void check_privileges(void)
 		{ CHK_CAP_PERFMON, CAP_PERFMON, "cap_perfmon",
 		  "per-CPU PT events and tracing BPF programs (or CAP_SYS_ADMIN)" },
 		{ CHK_CAP_SYS_ADMIN, CAP_SYS_ADMIN, "cap_sys_admin",
-		  "mount tracefs; stands in for CAP_BPF and CAP_PERFMON" },
+		  "attach uprobes (--uprobe, --usdt), mount tracefs; stands in for CAP_BPF and "
+		  "CAP_PERFMON" },
 		{ CHK_CAP_SYS_PTRACE, CAP_SYS_PTRACE, "cap_sys_ptrace",
 		  "singlestep on -p PID of another user, /proc/PID/mem of targets" },
 	};

@@ -53,7 +53,7 @@ static char *numbered(const char *path, unsigned n)
 	return out;
 }
 
-int output_check_path(const char *path)
+int output_check_path(const char *path, bool streamed)
 {
 	char *copy, *dir;
 	int err = 0;
@@ -62,6 +62,19 @@ int output_check_path(const char *path)
 	if (!stat(path, &st) && S_ISDIR(st.st_mode)) {
 		elog("cannot write to %s: it is a directory (give a file name)\n", path);
 		return -EISDIR;
+	}
+	if (!stat(path, &st) && !S_ISREG(st.st_mode)) {
+		/* /dev/null, a FIFO: written in place, never moved aside or renamed over */
+		if (!streamed) {
+			elog("cannot write to %s: not a regular file (a perf.data is written whole "
+			     "and renamed into place: give a file name)\n", path);
+			return -EINVAL;
+		}
+		if (access(path, W_OK)) {
+			err = -errno;
+			elog("cannot write to %s: %s\n", path, strerror(-err));
+		}
+		return err;
 	}
 	copy = strdup(path);
 	if (!copy)
@@ -135,11 +148,11 @@ int output_plan__init(struct output_plan *p, const char *output, bool keep, cons
 			err = -ENOMEM;
 			goto err_out;
 		}
-		err = output_check_path(p->data);
+		err = output_check_path(p->data, false);
 		if (err)
 			goto err_out;
 	}
-	err = output_check_path(p->fxt);
+	err = output_check_path(p->fxt, true);
 	if (err)
 		goto err_out;
 	return 0;
@@ -179,9 +192,11 @@ int output_plan__paths(const struct output_plan *p, unsigned n, char **fxt, char
 int output_move_aside(const char *path)
 {
 	char old[PATH_MAX];
+	struct stat st;
 	unsigned n;
 
-	if (access(path, F_OK))
+	/* Only a file is kept: a device (-o /dev/null) or a FIFO is written into as it is. */
+	if (stat(path, &st) || !S_ISREG(st.st_mode))
 		return 0;
 	for (n = 1; n <= MAX_BACKUPS; n++) {
 		int len = n == 1 ? snprintf(old, sizeof(old), "%s.old", path)

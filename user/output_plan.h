@@ -33,13 +33,16 @@ int output_plan__paths(const struct output_plan *p, unsigned n, char **fxt, char
 
 /*
  * Whether a file can be written at `path`: its directory exists and is writable, and it
- * is not a directory. Prints the one-line reason with the fix. Returns 0 or -errno.
+ * is not a directory; an existing device or FIFO (-o /dev/null) is written in place when
+ * the writer `streamed` its output, and refused otherwise (a perf.data is renamed into
+ * place). Prints the one-line reason with the fix. Returns 0 or -errno.
  */
-int output_check_path(const char *path);
+int output_check_path(const char *path, bool streamed);
 
 /*
- * If `path` exists, rename it to `path`.old (`path`.old.2, .3... when that is taken:
- * no backup is overwritten) and say so. Returns 0 or -errno, said on stderr.
+ * If `path` is an existing regular file, rename it to `path`.old (`path`.old.2, .3...
+ * when that is taken: no backup is overwritten) and say so; anything else (nothing, a
+ * device, a FIFO) is left as it is. Returns 0 or -errno, said on stderr.
  */
 int output_move_aside(const char *path);
 

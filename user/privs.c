@@ -30,6 +30,22 @@ bool privs_has_cap(int cap)
 	return data[cap / 32].effective & (1u << (cap % 32));
 }
 
+const char *privs_attach_denied(int err, bool uprobe)
+{
+	if (err != -EACCES && err != -EPERM)
+		return NULL;
+	if (uprobe && !privs_has_cap(CAP_SYS_ADMIN))
+		return "a missing privilege, not a missing kernel feature: the kernel attaches "
+		       "uprobes only with CAP_SYS_ADMIN (CAP_PERFMON is not enough): run as root, "
+		       "or setcap " PRIVS_SETCAP_SET "+ep on the ptbpf binary";
+	if (!uprobe && !privs_has_cap(CAP_DAC_READ_SEARCH) && !privs_has_cap(CAP_DAC_OVERRIDE))
+		return "a missing privilege, not a missing kernel feature: tracepoint ids are read "
+		       "from tracefs, which only root may read (mode 0700) without "
+		       "CAP_DAC_READ_SEARCH: run as root, or setcap " PRIVS_SETCAP_SET
+		       "+ep on the ptbpf binary";
+	return NULL;
+}
+
 int privs_read_sysctl(const char *path, int *value)
 {
 	FILE *f;

@@ -60,4 +60,16 @@ int privs_raise_nofile(void);
  */
 void privs_restore_nofile(void);
 
+/*
+ * Why attaching a probe failed with `err` (-EACCES, -EPERM) for want of a privilege, on
+ * one line with the fix, or NULL when no missing privilege explains it. The kernel
+ * attaches a uprobe (`uprobe`: uprobes, USDT) only with CAP_SYS_ADMIN
+ * (perf_uprobe_event_init), CAP_PERFMON is not enough; a tracepoint's id is read from
+ * tracefs, which is root's only (mode 0700) without CAP_DAC_READ_SEARCH.
+ */
+const char *privs_attach_denied(int err, bool uprobe);
+
+/* The capabilities a capture needs without root, as `setcap` takes them. */
+#define PRIVS_SETCAP_SET "cap_bpf,cap_perfmon,cap_sys_ptrace,cap_dac_read_search,cap_sys_admin"
+
 #endif /* PTBPF_PRIVS_H */

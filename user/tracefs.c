@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <sys/mount.h>
 #include <unistd.h>
@@ -13,11 +14,22 @@ const char *tracefs_path(bool *mounted_now)
 {
 	if (mounted_now)
 		*mounted_now = false;
-	/* An empty mount point has no events/ directory. */
-	if (!access(TRACEFS "/events", F_OK))
+	bool denied;
+
+	/*
+	 * An empty mount point has no events/ directory. With the effective ids and
+	 * capabilities (AT_EACCESS): access() would drop CAP_DAC_READ_SEARCH of a non-root user.
+	 */
+	if (!faccessat(AT_FDCWD, TRACEFS "/events", F_OK, AT_EACCESS))
 		return TRACEFS;
-	if (!access(DEBUGFS_TRACING "/events", F_OK))
+	denied = errno == EACCES;
+	if (!faccessat(AT_FDCWD, DEBUGFS_TRACING "/events", F_OK, AT_EACCESS))
 		return DEBUGFS_TRACING;
+	if (denied) {
+		/* mounted, but root's only (0700): mounting it again would not help */
+		errno = EACCES;
+		return NULL;
+	}
 	if (mount("nodev", TRACEFS, "tracefs", 0, NULL))
 		return NULL;
 	if (access(TRACEFS "/events", F_OK))

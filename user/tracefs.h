@@ -9,7 +9,8 @@
  * The mounted tracefs: /sys/kernel/tracing, or /sys/kernel/debug/tracing on older
  * setups. These are the only two places libbpf looks, so when neither is mounted it is
  * mounted at /sys/kernel/tracing, as perf does. Returns the path, or NULL with errno set
- * (EPERM without CAP_SYS_ADMIN, ENODEV when the kernel has no tracefs). `mounted_now`
+ * (EACCES when it is mounted but only root may read it, EPERM without CAP_SYS_ADMIN to mount
+ * it, ENODEV when the kernel has no tracefs). `mounted_now`
  * (optional) tells whether this call mounted it.
  */
 const char *tracefs_path(bool *mounted_now);

@@ -379,6 +379,11 @@ static int find_tracefs(struct triggers *t)
 	if (t->tracefs)
 		return 0;
 	path = tracefs_path(&mounted);
+	if (!path && errno == EACCES) {
+		elog("tracefs: %s\n", privs_attach_denied(-EACCES, false) ?:
+		     "/sys/kernel/tracing: only root may read it");
+		return -EACCES;
+	}
 	if (!path) {
 		elog("tracefs is not mounted and mounting it on /sys/kernel/tracing failed: %s\n",
 		     strerror(errno));
@@ -841,7 +846,7 @@ static void report_missing_privilege(void)
 	if (n > 0)
 		self[n] = '\0';
 	elog("cannot load the trigger BPF programs: %s lacks %s: run as root, or grant "
-	     "them: sudo setcap cap_bpf,cap_perfmon,cap_sys_ptrace+ep %s\n",
+	     "what a capture needs: sudo setcap " PRIVS_SETCAP_SET "+ep %s\n",
 	     getuid() ? "this user" : "this process",
 	     !privs_has_cap(CAP_BPF) && !privs_has_cap(CAP_PERFMON) ? "CAP_BPF and CAP_PERFMON" :
 	     !privs_has_cap(CAP_BPF) ? "CAP_BPF" : "CAP_PERFMON", self);
@@ -1063,6 +1068,8 @@ static int attach_uprobe(struct triggers *t, int i, struct bpf_program *prog, bo
 		return 0;
 	if (err == -ESRCH)
 		elog("%s: no process with PID %d\n", tr->desc, pid);
+	else if (privs_attach_denied(err, true))
+		elog("%s: cannot attach the uprobe: %s\n", tr->desc, privs_attach_denied(err, true));
 	else
 		elog("%s: cannot attach the uprobe: %s\n", tr->desc, strerror(-err));
 	return err;
@@ -1085,7 +1092,8 @@ static int attach_usdt(struct triggers *t, int i)
 	else if (err == -ESRCH)
 		elog("%s: no process with PID %d\n", tr->desc, pid);
 	else
-		elog("%s: cannot attach the USDT probe: %s\n", tr->desc, strerror(-err));
+		elog("%s: cannot attach the USDT probe: %s\n", tr->desc,
+		     privs_attach_denied(err, true) ?: strerror(-err));
 	return err;
 }
 
@@ -1129,7 +1137,8 @@ static int attach_tracepoint(struct triggers *t, int i)
 	err = add_link(t, bpf_program__attach_tracepoint(trigger_prog(t->skel, "tracepoint_hit", i),
 							 t->trig[i].cat, t->trig[i].name));
 	if (err)
-		elog("%s: cannot attach: %s\n", t->trig[i].desc, strerror(-err));
+		elog("%s: cannot attach: %s\n", t->trig[i].desc,
+		     privs_attach_denied(err, false) ?: strerror(-err));
 	return err;
 }
 
@@ -1142,7 +1151,8 @@ static int attach_shared(struct triggers *t, struct bpf_program *prog)
 		return 0;
 	err = add_link(t, bpf_program__attach(prog));
 	if (err)
-		elog("cannot attach %s: %s\n", bpf_program__section_name(prog), strerror(-err));
+		elog("cannot attach %s: %s\n", bpf_program__section_name(prog),
+		     privs_attach_denied(err, false) ?: strerror(-err));
 	return err;
 }
 

@@ -68,6 +68,17 @@ for i in 1 2 3; do
 	[ "$RC" = 0 ] || { cat "$TMP/bak$i.err"; fail "backup run $i: exit $RC"; }
 done
 [ -f "$TMP/b.fxt.old" ] && [ -f "$TMP/b.fxt.old.2" ] || fail "no numbered backups: $(ls "$TMP")"
+# -o DEVICE, as -o /dev/null (a node of its own here): written into, never moved aside
+# or renamed over; a perf.data, written whole and renamed, is refused there.
+if mknod "$TMP/null" c 1 3 2>/dev/null; then
+	cap dev -o "$TMP/null" -- "$CHAIN" -n 1
+	[ "$RC" = 0 ] || { cat "$TMP/dev.err"; fail "-o DEVICE: exit $RC"; }
+	[ -c "$TMP/null" ] && [ ! -e "$TMP/null.old" ] || fail "-o DEVICE: the device was replaced: $(ls -l "$TMP")"
+	cap devkeep --decode=no --keep-capture="$TMP/null" -- "$CHAIN" -n 1
+	[ "$RC" = 1 ] && [ "$(wc -l <"$TMP/devkeep.err")" = 1 ] ||
+		{ cat "$TMP/devkeep.err"; fail "--keep-capture DEVICE: exit $RC, not 1 with one line"; }
+	[ -c "$TMP/null" ] && [ ! -s "$TMP/devkeep.out" ] || fail "--keep-capture DEVICE: ran or replaced the device"
+fi
 
 # --uprobe FUNC without BIN: the traced program's function; '?' lists them, ranked.
 cap nobin --dry-run --uprobe leaf --max-snapshots 1 -- "$CHAIN" -n 1

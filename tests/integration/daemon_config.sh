@@ -52,6 +52,12 @@ base_config "rules:
 refused "bad backend" "$CFG:7: rule be: capture.backend 'turbo'"
 
 base_config "rules:
+  - name: tm
+    trigger: {uprobe: \"$SERVER:handle\"}
+    capture: {backend: auto, timing: fast}"
+refused "bad timing" "$CFG:7: rule tm: capture.timing 'fast': expected tsc, mtc or cyc"
+
+base_config "rules:
   - name: ss
     match: {binary: $SERVER}
     trigger: {uprobe: \"$SERVER:handle\"}
@@ -62,6 +68,20 @@ base_config "rules:
   - name: sym
     trigger: {uprobe: \"$SERVER:handel\"}"
 refused "unknown symbol" "$CFG:6: rule sym: trigger: .*no function 'handel'.*did you mean handle"
+
+# a threshold the capture command refuses: one line, with the rule's line and why
+base_config "rules:
+  - name: rq
+    trigger: {runq_latency_over: 0ms}
+    capture: {backend: events-only}"
+refused "zero threshold" "$CFG:6: rule rq: trigger: .*must be more than 0"
+[ "$(wc -l <"$TMP/check.out")" = 1 ] || { cat "$TMP/check.out"; fail "zero threshold: not one line"; }
+base_config "rules:
+  - name: rq
+    trigger: {runq_latency_over: 5}
+    capture: {backend: events-only}"
+refused "threshold without unit" "$CFG:6: rule rq: trigger: .*'5' \\(a number with a unit"
+[ "$(wc -l <"$TMP/check.out")" = 1 ] || { cat "$TMP/check.out"; fail "threshold without unit: not one line"; }
 
 base_config "rules:
   - name: two
@@ -82,6 +102,9 @@ printf 'rules:\n  - name: a\n   trigger: [\n' >"$RULES/10-syntax.yaml"
 refused "YAML syntax" "$RULES/10-syntax.yaml:[0-9]+: "
 printf 'spool: {dir: /x}\n' >"$RULES/10-syntax.yaml"
 refused "global key in a drop-in" "$RULES/10-syntax.yaml:1: .*spool.*drop-in file holds rules"
+printf 'rules:\n  - name: a\n    trigger: {uprobe: "%s:handle", bogus: 1}\n' "$SERVER" >"$RULES/10-syntax.yaml"
+refused "unknown key in a drop-in's rule" "$RULES/10-syntax.yaml:3: Unexpected key: bogus"
+grep -q 'holds rules' "$TMP/check.out" && fail "a key inside a rule blamed as a global key: $(cat "$TMP/check.out")"
 rm "$RULES/10-syntax.yaml"
 
 base_config "rules:

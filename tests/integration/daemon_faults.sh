@@ -19,9 +19,13 @@ base_config "rules:
   - name: slow
     match: {pid: $SRV}
     trigger: {uprobe: \"$SERVER:handle\", latency_over: 100ms}
-    capture: {backend: singlestep, buffer_size: 64K}"
+    capture: {backend: singlestep, buffer_size: 64K, timing: mtc}"
 start_daemon
 wait_log '"event":"capture_started"' 30 || fail "the rule was not armed"
+# capture.timing reaches the capture command (mtc: its default, so the captures are as before)
+cpid=$(sed -n 's/.*"event":"capture_started".*(capture pid \([0-9]*\)).*/\1/p' "$LOG" | head -1)
+tr '\0' ' ' <"/proc/$cpid/cmdline" | grep -q -- '--timing mtc' ||
+	fail "capture.timing not passed to the capture: $(tr '\0' ' ' <"/proc/$cpid/cmdline" 2>&1)"
 sleep 2
 
 # fire N: make the server's next call slow; wait for the Nth capture outcome

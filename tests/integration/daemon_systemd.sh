@@ -86,9 +86,12 @@ grep -q '^STOPPING=1' "$TMP/notify.log" || fail "no STOPPING=1"
 # make install into a temp root; the unit verifies, the example parses
 root=$TMP/root
 make -C "$TOP" -s install OUTPUT="$BUILD" PREFIX="$root/usr" UNITDIR="$root/unit" \
-	SYSCONFDIR="$root/etc" >"$TMP/install.out" 2>&1 || { cat "$TMP/install.out"; fail "make install"; }
+	SYSCONFDIR="$root/etc" SPOOLDIR="$root/spool" >"$TMP/install.out" 2>&1 ||
+	{ cat "$TMP/install.out"; fail "make install"; }
 [ -x "$root/usr/bin/ptbpf" ] && [ -f "$root/unit/ptbpf.service" ] &&
 	[ -f "$root/etc/ptbpf/ptbpf.yaml" ] && [ -d "$root/etc/ptbpf/rules.d" ] || fail "make install"
+# the unit's ReadWritePaths= must exist or systemd refuses to start it (226/NAMESPACE)
+[ "$(stat -c %a "$root/spool" 2>/dev/null)" = 700 ] || fail "make install: no spool directory 0700"
 systemd-analyze verify "$root/unit/ptbpf.service" >"$TMP/verify.out" 2>&1 ||
 	{ cat "$TMP/verify.out"; fail "systemd-analyze verify"; }
 grep -q '^Type=notify' "$root/unit/ptbpf.service" && grep -q "^ExecStart=$root/usr/bin/ptbpf daemon" \

@@ -143,6 +143,7 @@ static void test_capture_usage_errors(void **state)
 	char *bad_size[] = { "ptbpf", "--buffer-size", "3M", "-p", "1", NULL };
 	char *bad_uprobe[] = { "ptbpf", "--uprobe", "slow_path", "-p", "1", NULL };
 	char *bad_syscall[] = { "ptbpf", "--syscall", "read", "-p", "1", NULL };
+	char *zero_duration[] = { "ptbpf", "--duration", "0s", "-p", "1", NULL };
 	struct capture_opts o;
 
 	assert_int_equal(parse(&o, 3, no_target), 2);
@@ -156,6 +157,8 @@ static void test_capture_usage_errors(void **state)
 	assert_int_equal(parse(&o, 5, bad_uprobe), 2);
 	cli_free_capture(&o);
 	assert_int_equal(parse(&o, 5, bad_syscall), 2);
+	cli_free_capture(&o);
+	assert_int_equal(parse(&o, 5, zero_duration), 2);	/* not "no --duration" */
 	cli_free_capture(&o);
 }
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <cmocka.h>
 
 #include "output_plan.h"
@@ -98,6 +99,28 @@ static void test_move_aside(void **state)
 	unlink(old);
 }
 
+/* A device or FIFO (-o /dev/null) is written in place: never renamed, refused for a perf.data. */
+static void test_not_regular(void **state)
+{
+	char fifo[64], old[80];
+	struct output_plan p;
+
+	snprintf(fifo, sizeof(fifo), "/tmp/ptbpf-output-fifo-%d", getpid());
+	snprintf(old, sizeof(old), "%s.old", fifo);
+	unlink(fifo);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(output_move_aside(fifo), 0);
+	assert_int_equal(access(old, F_OK), -1);
+	assert_int_equal(access(fifo, F_OK), 0);
+	assert_int_equal(output_plan__init(&p, fifo, false, NULL, "x", 1, 0, false), 0);
+	output_plan__free(&p);
+	assert_int_equal(output_plan__init(&p, "/tmp/x.fxt", true, fifo, "x", 1, 0, false),
+			 -EINVAL);
+	assert_null(p.fxt);
+	unlink(old);
+	unlink(fifo);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -106,6 +129,7 @@ int main(void)
 		cmocka_unit_test(test_numbered),
 		cmocka_unit_test(test_unwritable_dir),
 		cmocka_unit_test(test_move_aside),
+		cmocka_unit_test(test_not_regular),
 	};
 
 	return cmocka_run_group_tests_name("output", tests, NULL, NULL);

@@ -17,6 +17,7 @@
 
 #include <cyaml/cyaml.h>
 
+#include "array.h"
 #include "cli.h"
 #include "config.h"
 #include "log.h"
@@ -38,7 +39,7 @@ struct y_trigger {
 };
 
 struct y_capture {
-	char *backend, *buffer_size;
+	char *backend, *buffer_size, *timing;
 	bool kernel;
 };
 
@@ -126,6 +127,7 @@ static const cyaml_schema_field_t trigger_fields[] = {
 static const cyaml_schema_field_t capture_fields[] = {
 	STR("backend", struct y_capture, backend),
 	STR("buffer_size", struct y_capture, buffer_size),
+	STR("timing", struct y_capture, timing),
 	CYAML_FIELD_BOOL("kernel", OPT, struct y_capture, kernel),
 	CYAML_FIELD_END
 };
@@ -610,10 +612,22 @@ static int convert_rule(struct load_ctx *lc, const struct y_rule *y, unsigned id
 			cfg_err(lc, line_of(lc, 4, "rules", ix, "capture", "buffer_size"), "rule %s: "
 				"capture.buffer_size must be a power of two of at least 4K", r->name);
 		r->kernel = y->capture->kernel;
+		if (y->capture->timing) {
+			static const char *const timings[] = { "tsc", "mtc", "cyc" };
+			unsigned t;
+
+			for (t = 0; t < ARRAY_SIZE(timings); t++)
+				if (!strcmp(y->capture->timing, timings[t]))
+					r->timing = timings[t];
+			if (!r->timing)
+				cfg_err(lc, line_of(lc, 4, "rules", ix, "capture", "timing"),
+					"rule %s: capture.timing '%s': expected tsc, mtc or cyc",
+					r->name, y->capture->timing);
+		}
 	}
 	if (r->backend == RULE_BACKEND_SINGLESTEP && !r->pid)
 		cfg_err(lc, line_of(lc, 4, "rules", ix, "capture", "backend"), "rule %s: the "
-			"singlestep backend needs match.pid (it slows its target ~1000x: one "
+			"singlestep backend needs match.pid (it slows its target 10^4-10^5x: one "
 			"process, named, never a whole binary)", r->name);
 	if (y->budget) {
 		r->max_per_hour = y->budget->max_per_hour;
@@ -654,10 +668,10 @@ static int rule_fingerprint(struct rule *r)
 	int n;
 	unsigned i;
 
-	n = snprintf(buf, sizeof(buf), "%s|%s|%s|%s|%s|%u|%s|%d|%llu|%d|%llu|%llu|%llu|%g|%llu|%d",
+	n = snprintf(buf, sizeof(buf), "%s|%s|%s|%s|%s|%u|%s|%d|%llu|%d|%s|%llu|%llu|%llu|%g|%llu|%d",
 		     r->name, r->binary ?: "", r->comm ?: "", r->cgroup ?: "",
 		     r->systemd_unit ?: "", r->pid, r->trigger_desc ?: "", r->backend,
-		     (unsigned long long)r->buffer_size, r->kernel,
+		     (unsigned long long)r->buffer_size, r->kernel, r->timing ?: "",
 		     (unsigned long long)r->max_per_hour, (unsigned long long)r->max_per_day,
 		     (unsigned long long)r->cooldown_ns, r->skip_probability,
 		     (unsigned long long)r->max_bytes_per_day, r->decode_host);
@@ -702,6 +716,7 @@ enum config_file_kind {
 static int load_file(struct config *c, const char *path, enum config_file_kind kind)
 {
 	bool main_file = kind != CONFIG_DROPIN, daemon_file = kind != CONFIG_UPLOAD_ONLY;
+	bool global_key = false;
 
 	struct load_ctx lc = { .c = c, .file = path };
 	cyaml_config_t cfg = {
@@ -739,12 +754,14 @@ static int load_file(struct config *c, const char *path, enum config_file_kind k
 
 		if (line)
 			lc.cyaml_line = line;
+		/* the drop-in's hint is for a global key (spool:), not a typo inside a rule */
+		global_key = tree && ytree_get(tree, lc.cyaml_msg + 16);
 		ytree_free(tree);
 	}
 	if (ce != CYAML_OK) {
 		if (ce == CYAML_ERR_FILE_OPEN)
 			cfg_err(&lc, 0, "cannot open: %s", strerror(errno));
-		else if (!main_file && ce == CYAML_ERR_INVALID_KEY)
+		else if (!main_file && global_key)
 			cfg_err(&lc, lc.cyaml_line, "%s (a drop-in file holds rules: only)",
 				lc.cyaml_msg[0] ? lc.cyaml_msg : cyaml_strerror(ce));
 		else

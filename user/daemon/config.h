@@ -42,6 +42,7 @@ struct rule {
 	enum rule_backend backend;
 	uint64_t buffer_size;
 	bool kernel;
+	const char *timing;		/* --timing tsc|mtc|cyc, a literal; NULL: the default */
 	/* budget */
 	uint64_t max_per_hour, max_per_day;	/* 0: none */
 	uint64_t cooldown_ns;

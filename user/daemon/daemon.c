@@ -647,7 +647,7 @@ static const char *self_exe(void)
 static int spawn_capture(struct daemon *d, struct rule_rt *rt, const char *backend)
 {
 	const struct rule *r = &rt->r;
-	char *argv[48], pid[16], keep[PATH_MAX + 32], out[PATH_MAX + 16], maxs[24], cool[32];
+	char *argv[64], pid[16], keep[PATH_MAX + 32], out[PATH_MAX + 16], maxs[24], cool[32];
 	char bufsz[32], logp[PATH_MAX + 16];
 	uint64_t max = 100000;	/* the CLI's --max-snapshots limit: no budget */
 	int argc = 0, i, fd;
@@ -697,6 +697,10 @@ static int spawn_capture(struct daemon *d, struct rule_rt *rt, const char *backe
 	ARG(bufsz);
 	if (r->kernel)
 		ARG("--kernel");
+	if (r->timing) {
+		ARG("--timing");
+		ARG(r->timing);
+	}
 	ARG("--decode=no");
 	ARG(keep);
 	ARG("-o");

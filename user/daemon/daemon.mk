@@ -4,6 +4,9 @@
 PREFIX ?= /usr/local
 UNITDIR ?= /etc/systemd/system
 SYSCONFDIR ?= /etc
+# The unit's ReadWritePaths=: systemd refuses to start a unit (226/NAMESPACE) whose
+# ReadWritePaths= does not exist, and ProtectSystem=strict keeps the daemon from making it.
+SPOOLDIR ?= /var/spool/ptbpf
 
 .PHONY: install
 install: $(PTBPF)
@@ -13,5 +16,6 @@ install: $(PTBPF)
 	$(Q)sed 's|@BINDIR@|$(PREFIX)/bin|g' user/daemon/ptbpf.service.in > $(DESTDIR)$(UNITDIR)/ptbpf.service
 	$(Q)chmod 0644 $(DESTDIR)$(UNITDIR)/ptbpf.service
 	$(Q)install -d -m 0755 $(DESTDIR)$(SYSCONFDIR)/ptbpf $(DESTDIR)$(SYSCONFDIR)/ptbpf/rules.d
+	$(Q)install -d -m 0700 $(DESTDIR)$(SPOOLDIR)
 	$(Q)[ -e $(DESTDIR)$(SYSCONFDIR)/ptbpf/ptbpf.yaml ] || \
 		install -m 0644 user/daemon/ptbpf.yaml $(DESTDIR)$(SYSCONFDIR)/ptbpf/ptbpf.yaml
