@@ -3,9 +3,9 @@
  * Traced by the daemon's tests: a server that calls handle() every INTERVAL ms for
  * SECONDS seconds (default 60); after a SIGUSR1 the next call goes through slow_path(),
  * which sleeps 300 ms. With -r RATE it calls hot() RATE times per second instead (a
- * storm of probe hits), paced in batches of 1000. Prints "ready PID" first, and the
+ * storm of probe hits), paced in batches of 1000, until CALLS calls with -n. Prints "ready PID" first, and the
  * number of calls and the CPU seconds it used at the end.
- * Usage: fleet_server [-s SECONDS] [-i INTERVAL_MS] [-r RATE]
+ * Usage: fleet_server [-s SECONDS] [-i INTERVAL_MS] [-r RATE [-n CALLS]]
  */
 #include <signal.h>
 #include <stdio.h>
@@ -64,10 +64,10 @@ static double now(void)
 int main(int argc, char **argv)
 {
 	int seconds = 60, interval_ms = 50, rate = 0, opt;
-	long calls = 0;
+	long calls = 0, max_calls = 0;
 	double start, end;
 
-	while ((opt = getopt(argc, argv, "s:i:r:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:i:r:n:")) != -1) {
 		switch (opt) {
 		case 's':
 			seconds = atoi(optarg);
@@ -78,8 +78,11 @@ int main(int argc, char **argv)
 		case 'r':
 			rate = atoi(optarg);
 			break;
+		case 'n':
+			max_calls = atol(optarg);
+			break;
 		default:
-			fprintf(stderr, "usage: fleet_server [-s SECONDS] [-i INTERVAL_MS] [-r RATE]\n");
+			fprintf(stderr, "usage: fleet_server [-s SECONDS] [-i INTERVAL_MS] [-r RATE [-n CALLS]]\n");
 			return 2;
 		}
 	}
@@ -88,7 +91,7 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	start = now();
 	end = start + seconds;
-	while (now() < end) {
+	while (now() < end && (!max_calls || calls < max_calls)) {
 		if (rate) {
 			double due;
 			int k;
