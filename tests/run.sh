@@ -12,6 +12,9 @@
 # PTBPF_TESTDATA: a directory holding hw-pt/kafl-libxdc-experiments (see tests/data/README.md);
 # TEST_TIMEOUT (seconds, default 600): a test still running then is killed, with every
 # process it started, and counted as failed, so that a hang never stalls the suite.
+# Each test's wall and CPU seconds go to $BUILD/test-logs/times (wall, CPU, name;
+# slowest first) and the slowest TOP_TESTS (default 15) end the output: where the
+# suite's minutes go, and whether it waits (CPU well under wall) or works.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 # Debian's tools first: a python3 shim from a version manager costs seconds per call.
@@ -37,14 +40,33 @@ passed=0 failed=0 skipped=0 run=0
 failed_list=() skipped_list=()
 logdir=$BUILD/test-logs
 rm -rf "$logdir" && mkdir -p "$logdir"
+suite_start=$EPOCHREALTIME
+cpu_file=$logdir/.cpu
+# timed CMD...: CMD under /usr/bin/time, its CPU seconds (its children's included) into
+# $cpu_file; CMD's exit status
+timed() {
+	/usr/bin/time -f '%U %S' -o "$cpu_file" "$@"
+}
+# took NAME START: records NAME's wall seconds since START (an $EPOCHREALTIME) and the
+# CPU seconds timed wrote; prints the wall seconds
+took() {
+	local secs cpu
+	secs=$(awk -v a="$2" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+	# time writes a "Command exited with non-zero status" line first
+	cpu=$(tail -1 "$cpu_file" 2>/dev/null | awk '{ printf "%.1f", $1 + $2 }')
+	echo "$secs ${cpu:-?} $1" >>"$logdir/times.unsorted"
+	echo "$secs"
+}
 
 for bin in "$BUILD"/tests/test_*; do
 	[ -x "$bin" ] || continue
 	name=$(basename "$bin")
 	[ -n "$pattern" ] && [[ $name != *$pattern* ]] && continue
 	log=$logdir/$name.log
-	CMOCKA_MESSAGE_OUTPUT=STDOUT timeout -k 10 "$limit" "$bin" >"$log" 2>&1
+	start=$EPOCHREALTIME
+	CMOCKA_MESSAGE_OUTPUT=STDOUT timed timeout -k 10 "$limit" "$bin" >"$log" 2>&1
 	rc=$?
+	took "$name" "$start" >/dev/null
 	[ "$rc" -eq 124 ] && echo "$name: timed out after ${limit}s (TEST_TIMEOUT)" >>"$log"
 	cat "$log"
 	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
@@ -70,11 +92,11 @@ for script in "$top"/tests/integration/*.sh; do
 	[ -n "$pattern" ] && [[ $name != *$pattern* ]] && continue
 	log=$logdir/$name.log
 	echo "[ RUN      ] $name"
-	start=$(date +%s)
+	start=$EPOCHREALTIME
 	# timeout signals the test's whole process group: its targets do not outlive it.
-	timeout -k 10 "$limit" bash "$script" >"$log" 2>&1
+	timed timeout -k 10 "$limit" bash "$script" >"$log" 2>&1
 	rc=$?
-	secs=$(( $(date +%s) - start ))
+	secs=$(took "$name" "$start")
 	[ "$rc" -eq 124 ] && echo "timed out after ${limit}s (TEST_TIMEOUT)" >>"$log"
 	run=$((run + 1))
 	case $rc in
@@ -98,7 +120,14 @@ for script in "$top"/tests/integration/*.sh; do
 	esac
 done
 
+sort -rn "$logdir/times.unsorted" >"$logdir/times" 2>/dev/null
+rm -f "$logdir/times.unsorted" "$cpu_file"
 echo
+echo "[==========] slowest tests, wall and CPU seconds (all in $logdir/times):"
+head -"${TOP_TESTS:-15}" "$logdir/times" |
+	awk '{ printf "[   TIME   ] %7.1fs %7.1fs CPU  %s\n", $1, $2, $3 }'
+awk -v a="$suite_start" -v b="$EPOCHREALTIME" '{ cpu += $2 }
+	END { printf "[   TIME   ] %7.1fs %7.1fs CPU  in all\n", b - a, cpu }' "$logdir/times"
 echo "[==========] $run test(s) run."
 echo "[  PASSED  ] $passed test(s)."
 if [ "$skipped" -gt 0 ]; then

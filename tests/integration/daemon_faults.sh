@@ -66,8 +66,6 @@ echo "read-only spool: dropped, counted, daemon running"
 good=$(ls "$SPOOL/slow/"*.json)
 touch "$SPOOL/slow/.20990101T000000.000Z-x-1-9.perf.data.zst.tmp"
 echo junk >"$SPOOL/slow/20990101T000000.000Z-x-1-8.perf.data.zst"
-echo "p:ptbpf_4194999/u0 $SERVER:0x1139" >>/sys/kernel/tracing/uprobe_events 2>/dev/null &&
-	probe=1 || probe=0
 kill -9 "$DPID"
 wait "$DPID" 2>/dev/null
 DPID=
@@ -78,6 +76,11 @@ done
 not_traced "$SRV"
 kill -0 "$SRV" || fail "the target died with the daemon"
 echo "SIGKILL: the capture child let the target go"
+# The dead instance's probe is planted last: any ptbpf daemon that starts on this host
+# removes it (another test's, another suite's run beside this one), so the moments
+# between planting it and our daemon's start are kept as few as possible.
+echo "p:ptbpf_4194999/u0 $SERVER:0x1139" >>/sys/kernel/tracing/uprobe_events 2>/dev/null &&
+	probe=1 || probe=0
 start_daemon
 [ -e "$SPOOL/slow/.20990101T000000.000Z-x-1-9.perf.data.zst.tmp" ] && fail "temp file left"
 [ -e "$SPOOL/slow/20990101T000000.000Z-x-1-8.perf.data.zst" ] && fail "capture without manifest left"
