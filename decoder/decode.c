@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fastpath.h"
 #include "log.h"
 #include "piece.h"
 
@@ -78,9 +79,33 @@ struct piece_head {
 	uint64_t events_before;	/* events it emitted before */
 };
 
+/*
+ * An address space set on the decoder at a position since the last sync: after `insns`
+ * instructions and `events` events.
+ */
+struct as_change {
+	uint64_t insns, events;
+	int as;
+};
+
 struct ptd_stream {
 	struct ptd_stream_opts o;
 	struct pt_block_decoder *dec;
+	/*
+	 * The fast path (decoder/fastpath.c, o.fast): it steps while on_fast; what it
+	 * cannot take, the block decoder takes from there to the next sync, after it
+	 * replayed the steps since that sync (fast_sync_off, with the address spaces of
+	 * as_log set when they were).
+	 */
+	struct ptd_fast *fast;
+	bool on_fast;
+	uint64_t fast_sync_off;
+	int fast_sync_as;
+	uint64_t fast_insns, fast_events;	/* position since that sync */
+	bool fast_pending;		/* the last step left an event pending */
+	struct as_change *as_log;
+	size_t nr_as_log, cap_as_log;
+	uint64_t fast_blocks, fast_fallbacks, replayed;
 	enum stream_state state;
 	int status;		/* pts_* flags of the last libipt call */
 	uint64_t last_sync;	/* trace offset of the last sync point */
@@ -198,7 +223,9 @@ static uint64_t now(struct ptd_stream *s)
 	if (s->o.timeless) {
 		/* no clock: instructions stand in for nanoseconds */
 		s->now = s->st.insns;
-	} else if (pt_blk_time(s->dec, &tsc, &lost_mtc, &lost_cyc) >= 0 && tsc != s->last_tsc) {
+	} else if ((s->on_fast ? ptd_fast_time(s->fast, &tsc, &lost_mtc, &lost_cyc)
+			       : pt_blk_time(s->dec, &tsc, &lost_mtc, &lost_cyc)) >= 0 &&
+		   tsc != s->last_tsc) {
 		s->last_tsc = tsc;
 		s->now = ptd_clock_ns(&s->o.clock, tsc);
 	}
@@ -241,7 +268,10 @@ static uint64_t trace_offset(struct ptd_stream *s)
 {
 	uint64_t off = 0;
 
-	pt_blk_get_offset(s->dec, &off);
+	if (s->on_fast)
+		ptd_fast_get_offset(s->fast, &off);
+	else
+		pt_blk_get_offset(s->dec, &off);
 	return off;
 }
 
@@ -338,6 +368,31 @@ static struct pt_image *stream_image(struct ptd_stream *s, int as)
 	return copy;
 }
 
+/* The decoders read the code of address space `as` (-1: none) from `image`. */
+static int stream_set_image(struct ptd_stream *s, struct pt_image *image, int as)
+{
+	if (s->fast) {
+		ptd_fast_set_as(s->fast, image ? as : -1);
+		if (s->on_fast) {
+			/* for a replay on the block decoder (fast_fallback()) */
+			if (s->nr_as_log == s->cap_as_log) {
+				size_t n = s->cap_as_log ? 2 * s->cap_as_log : 16;
+				struct as_change *v = realloc(s->as_log, n * sizeof(*v));
+
+				if (!v)
+					return -pte_nomem;
+				s->as_log = v;
+				s->cap_as_log = n;
+			}
+			s->as_log[s->nr_as_log++] = (struct as_change){ s->fast_insns,
+								       s->fast_events,
+								       image ? as : -1 };
+			return 0;
+		}
+	}
+	return pt_blk_set_image(s->dec, image);
+}
+
 /* Sets the current thread and its image; returns 0 or a libipt error. */
 static int set_thread(struct ptd_stream *s, uint32_t pid, uint32_t tid, int as)
 {
@@ -350,7 +405,7 @@ static int set_thread(struct ptd_stream *s, uint32_t pid, uint32_t tid, int as)
 
 		if (as >= 0 && !image)
 			as = -1;
-		err = pt_blk_set_image(s->dec, image);
+		err = stream_set_image(s, image, as);
 		/* its [uprobes] page, looked at on every return */
 		a = as >= 0 ? &s->o.images->as[as] : NULL;
 		s->up_start = s->up_end = 0;
@@ -427,7 +482,7 @@ static int start_tracing(struct ptd_stream *s, uint64_t ip)
  * The class of the instruction at `p` (a block's last instruction that libipt left
  * as ptic_error: an indirect jump or a far transfer).
  */
-static enum pt_insn_class classify(const uint8_t *p, size_t n, enum pt_exec_mode mode)
+enum pt_insn_class ptd_classify(const uint8_t *p, size_t n, enum pt_exec_mode mode)
 {
 	size_t i = 0;
 
@@ -559,7 +614,7 @@ static const struct class_ent *pending_insn(struct ptd_stream *s, struct class_e
 		.ip = p->ip,
 		.isid = p->isid,
 		.mode = (uint8_t)p->mode,
-		.iclass = (uint8_t)(n ? classify(buf, n, p->mode) : ptic_other),
+		.iclass = (uint8_t)(n ? ptd_classify(buf, n, p->mode) : ptic_other),
 		.far_len = far_call_len(buf, n),
 	};
 	return e;
@@ -903,6 +958,78 @@ static struct pt_block_decoder *open_decoder(const struct ptd_stream_opts *o, ui
 	return pt_blk_alloc_decoder(&cfg);
 }
 
+/* The fast path over the same bytes, NULL without o.fast (or if refused: no fast path). */
+static struct ptd_fast *open_fast(const struct ptd_stream_opts *o, uint64_t end)
+{
+	struct pt_config cfg = o->config;
+
+	if (!o->fast)
+		return NULL;
+	cfg.size = sizeof(cfg);
+	cfg.begin = (uint8_t *)o->buf;
+	cfg.end = (uint8_t *)o->buf + end;
+	return ptd_fast_new(&cfg, o->images);
+}
+
+/* Adds the fast decoder's figures to the stream's before it goes. */
+static void ptd_fast_stats_add(struct ptd_stream *s)
+{
+	struct ptd_fast_stats fs;
+
+	if (!s->fast)
+		return;
+	ptd_fast_stats(s->fast, &fs);
+	s->st.fast_lookups += fs.lookups;
+	s->st.fast_hits += fs.hits;
+	s->st.fast_flushes += fs.flushes;
+}
+
+/*
+ * The fast path cannot take the next step: the block decoder takes over, synced where
+ * the fast path last synced and replayed to where it is: as many instructions and
+ * events (libipt may cut the same instructions into more blocks, see
+ * verify_one()), with the address spaces set where they were.
+ */
+static int fast_fallback(struct ptd_stream *s)
+{
+	struct pt_block block;
+	struct pt_event ev;
+	uint64_t insns = 0, events = 0;
+	size_t k = 0;
+	int status;
+
+	s->on_fast = false;
+	s->fast_fallbacks++;
+	status = pt_blk_set_image(s->dec, stream_image(s, s->fast_sync_as));
+	if (status >= 0)
+		status = pt_blk_sync_set(s->dec, s->fast_sync_off);
+	while (status >= 0) {
+		for (; k < s->nr_as_log && s->as_log[k].insns == insns &&
+		       s->as_log[k].events == events; k++)
+			pt_blk_set_image(s->dec, stream_image(s, s->as_log[k].as));
+		if (insns == s->fast_insns && events == s->fast_events &&
+		    !(status & pts_event_pending) == !s->fast_pending)
+			break;
+		if (insns > s->fast_insns || events > s->fast_events) {
+			status = -pte_internal;
+			break;
+		}
+		if (status & pts_event_pending) {
+			status = pt_blk_event(s->dec, &ev, sizeof(ev));
+			events++;
+		} else {
+			status = pt_blk_next(s->dec, &block, sizeof(block));
+			insns += block.ninsn;
+			s->replayed++;
+		}
+	}
+	if (status < 0)
+		elog("ptbpf: internal: the fast path's replay on the block decoder failed after "
+		     "%" PRIu64 " instructions and %" PRIu64 " events: %s\n", insns, events,
+		     pt_errstr(pt_errcode(status)));
+	return status;
+}
+
 /*
  * The next of o.ranges: a decoder that ends where it ends (the flow past it is not
  * wanted), synced at its PSB by the next step, with the current image.
@@ -917,11 +1044,20 @@ static int open_range(struct ptd_stream *s, size_t k)
 		return -EINVAL;
 	pt_blk_free_decoder(s->dec);
 	s->dec = dec;
+	if (s->fast) {
+		ptd_fast_stats_add(s);
+		ptd_fast_free(s->fast);
+		s->fast = open_fast(&s->o, r->end);
+		s->on_fast = false;
+	}
 	s->range = k;
 	s->range_open = true;
 	image = s->have_thread ? stream_image(s, s->as) : NULL;
-	if (image)
+	if (image) {
 		pt_blk_set_image(dec, image);
+		if (s->fast)
+			ptd_fast_set_as(s->fast, s->as);
+	}
 	return 0;
 }
 
@@ -978,9 +1114,32 @@ static void stream_step(struct ptd_stream *s)
 
 		if (s->range_open) {
 			s->range_open = false;
-			status = pt_blk_sync_set(s->dec, s->o.ranges[s->range].begin);
+			s->on_fast = s->fast != NULL;
+			status = s->fast ? ptd_fast_sync_set(s->fast, s->o.ranges[s->range].begin)
+					 : pt_blk_sync_set(s->dec, s->o.ranges[s->range].begin);
+		} else if (s->on_fast) {
+			status = ptd_fast_sync_forward(s->fast);
 		} else {
 			status = pt_blk_sync_forward(s->dec);
+			if (status >= 0 && s->fast &&
+			    pt_blk_get_sync_offset(s->dec, &off) >= 0) {
+				/* back to the fast path at the block decoder's PSB */
+				int st = ptd_fast_sync_set(s->fast, off);
+
+				s->on_fast = st == status;
+			}
+		}
+		if (status == PTD_FAST_FALLBACK) {
+			/* the PSB+ holds what the fast path leaves to the block decoder */
+			s->on_fast = false;
+			s->fast_fallbacks++;
+			status = -pte_internal;
+			if (ptd_fast_get_sync_offset(s->fast, &off) >= 0) {
+				struct pt_image *image = s->have_thread ? stream_image(s, s->as) : NULL;
+
+				pt_blk_set_image(s->dec, image);
+				status = pt_blk_sync_set(s->dec, off);
+			}
 		}
 		if (status < 0) {
 			if (status != -pte_eos) {
@@ -988,7 +1147,8 @@ static void stream_step(struct ptd_stream *s)
 				if (s->state == ST_DONE)
 					return;
 				/* no progress, no hope: the same as ptxed */
-				if (pt_blk_get_offset(s->dec, &off) >= 0 &&
+				if ((s->on_fast ? ptd_fast_get_offset(s->fast, &off)
+						: pt_blk_get_offset(s->dec, &off)) >= 0 &&
 				    (!s->synced || off > s->last_sync)) {
 					s->last_sync = off;
 					s->synced = true;
@@ -998,7 +1158,15 @@ static void stream_step(struct ptd_stream *s)
 			stream_end(s);
 			return;
 		}
-		if (pt_blk_get_sync_offset(s->dec, &off) >= 0) {
+		if ((s->on_fast ? ptd_fast_get_sync_offset(s->fast, &off)
+				: pt_blk_get_sync_offset(s->dec, &off)) >= 0) {
+			if (s->on_fast) {
+				s->fast_sync_off = off;
+				s->fast_sync_as = s->have_thread ? s->as : -1;
+				s->fast_insns = s->fast_events = 0;
+				s->fast_pending = status & pts_event_pending;
+				s->nr_as_log = 0;
+			}
 			if (s->stop && off >= s->stop) {
 				/* a resync found the next piece's PSB: it is that piece's */
 				s->end = PE_SYNC;
@@ -1019,7 +1187,15 @@ static void stream_step(struct ptd_stream *s)
 	if (s->status & pts_event_pending) {
 		struct pt_event ev;
 
-		status = pt_blk_event(s->dec, &ev, sizeof(ev));
+		status = s->on_fast ? ptd_fast_event(s->fast, &ev) : PTD_FAST_FALLBACK;
+		if (status == PTD_FAST_FALLBACK) {
+			if (s->on_fast)
+				fast_fallback(s);
+			status = pt_blk_event(s->dec, &ev, sizeof(ev));
+		} else if (status >= 0) {
+			s->fast_events++;
+			s->fast_pending = status & pts_event_pending;
+		}
 		if (status < 0) {
 			emit_error(s, status, s->last_ip);
 			return;
@@ -1047,7 +1223,17 @@ static void stream_step(struct ptd_stream *s)
 		return;
 	}
 
-	status = pt_blk_next(s->dec, &block, sizeof(block));
+	status = s->on_fast ? ptd_fast_next(s->fast, &block) : PTD_FAST_FALLBACK;
+	if (status == PTD_FAST_FALLBACK) {
+		if (s->on_fast)
+			fast_fallback(s);
+		status = pt_blk_next(s->dec, &block, sizeof(block));
+	} else if (status >= 0) {
+		s->fast_insns += block.ninsn;
+		s->fast_pending = status & pts_event_pending;
+		if (block.ninsn)
+			s->fast_blocks++;
+	}
 	/* count ninsn even on error: the block holds what decoded before it */
 	s->st.insns += block.ninsn;
 	s->time_stale = true;
@@ -1123,6 +1309,8 @@ int ptd_stream_new(const struct ptd_stream_opts *opts, struct ptd_stream **out)
 		s->st.bytes = opts->size;
 	}
 	s->dec = open_decoder(opts, opts->nr_ranges ? opts->ranges[0].end : opts->size);
+	s->fast = open_fast(opts, opts->nr_ranges ? opts->ranges[0].end : opts->size);
+	s->on_fast = s->fast != NULL;
 	if (!s->dec) {
 		free(s);
 		return -EINVAL;
@@ -1147,12 +1335,117 @@ void ptd_stream_free(struct ptd_stream *s)
 	if (!s)
 		return;
 	pt_blk_free_decoder(s->dec);
+	ptd_fast_free(s->fast);
+	free(s->as_log);
 	symbols__range_cache_free(s->fn_cache);
 	free(s->class_cache);
 	for (i = 0; i < s->nr_images; i++)
 		pt_image_free(s->images[i]);
 	free(s->images);
 	free(s);
+}
+
+static void print_event(const char *how, const struct ptd_event *e)
+{
+	if (!e) {
+		elog("  %s: no event (the stream ended)\n", how);
+		return;
+	}
+	elog("  %s: kind %u time %" PRIu64 " from %#" PRIx64 " to %#" PRIx64 " offset %#" PRIx64
+	     " pid %u tid %u as %u reason %u code %d\n", how, e->kind, e->time, e->from, e->to,
+	     e->offset, e->pid, e->tid, e->asid, e->reason, e->code);
+}
+
+static bool same_event(const struct ptd_event *a, const struct ptd_event *b)
+{
+	return a->time == b->time && a->from == b->from && a->to == b->to &&
+	       a->offset == b->offset && a->pid == b->pid && a->tid == b->tid &&
+	       a->asid == b->asid && a->kind == b->kind && a->reason == b->reason &&
+	       a->code == b->code;
+}
+
+/* Stream `o` decoded both ways, event by event. */
+static int verify_one(const struct ptd_stream_opts *o, size_t idx)
+{
+	struct ptd_stream *ref = NULL, *fast = NULL;
+	struct ptd_event *ea = NULL, *eb = NULL;
+	struct ptd_stream_opts ro = *o, fo = *o;
+	struct decode_stats sa = { 0 }, sb = { 0 };
+	size_t na = 0, nb = 0, ia = 0, ib = 0;
+	uint64_t n = 0;
+	int err;
+
+	ro.fast = false;
+	fo.fast = true;
+	ea = malloc((PTD_CHUNK_EVENTS + PTD_CHUNK_SLACK) * sizeof(*ea));
+	eb = malloc((PTD_CHUNK_EVENTS + PTD_CHUNK_SLACK) * sizeof(*eb));
+	err = ea && eb ? ptd_stream_new(&ro, &ref) : -ENOMEM;
+	if (!err)
+		err = ptd_stream_new(&fo, &fast);
+	if (err)
+		goto out;
+	for (;; n++) {
+		if (ia == na && ref->state != ST_DONE) {
+			na = ptd_stream_fill(ref, ea);
+			ia = 0;
+		}
+		if (ib == nb && fast->state != ST_DONE) {
+			nb = ptd_stream_fill(fast, eb);
+			ib = 0;
+		}
+		if (ia == na && ib == nb && ref->state == ST_DONE && fast->state == ST_DONE)
+			break;
+		if (ia == na && ref->state != ST_DONE)
+			continue;
+		if (ib == nb && fast->state != ST_DONE)
+			continue;
+		if (ia < na && ib < nb && same_event(&ea[ia], &eb[ib])) {
+			ia++;
+			ib++;
+			continue;
+		}
+		elog("--verify-fast: stream %zu: event %" PRIu64 " differs (trace offset %#"
+		     PRIx64 "):\n", idx, n, ia < na ? ea[ia].offset ? ea[ia].offset : ref->pos
+						    : ref->pos);
+		print_event("block decoder", ia < na ? &ea[ia] : NULL);
+		print_event("fast path", ib < nb ? &eb[ib] : NULL);
+		err = -EDOM;
+		goto out;
+	}
+	ptd_stream_stats(ref, &sa);
+	ptd_stream_stats(fast, &sb);
+	/*
+	 * Not the blocks: libipt cuts a block short where its block cache's fill meets an
+	 * entry made before (by any decoder sharing the section), so its count depends on
+	 * what was decoded before; the fast path's blocks always run to the branch.
+	 */
+	if (sa.insns != sb.insns || sa.errors != sb.errors || sa.calls != sb.calls ||
+	    sa.returns != sb.returns || sa.syncs != sb.syncs || sa.overflows != sb.overflows) {
+		elog("--verify-fast: stream %zu: the figures differ: instructions %" PRIu64
+		     " / %" PRIu64 ", errors %" PRIu64 " / %" PRIu64 ", syncs %" PRIu64 " / %"
+		     PRIu64 " (block decoder / fast path)\n",
+		     idx, sa.insns, sb.insns, sa.errors, sb.errors, sa.syncs, sb.syncs);
+		err = -EDOM;
+	}
+out:
+	ptd_stream_free(ref);
+	ptd_stream_free(fast);
+	free(ea);
+	free(eb);
+	return err;
+}
+
+int ptd_streams_verify_fast(struct ptd_stream **streams, size_t nr)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < nr; i++) {
+		err = verify_one(&streams[i]->o, i);
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 void ptd_stream_stats(const struct ptd_stream *s, struct decode_stats *st)
@@ -1166,6 +1459,20 @@ void ptd_stream_stats(const struct ptd_stream *s, struct decode_stats *st)
 	st->syncs += s->st.syncs;
 	st->bytes += s->st.bytes;
 	st->skipped += s->st.skipped;
+	st->fast_lookups += s->st.fast_lookups;
+	st->fast_hits += s->st.fast_hits;
+	st->fast_flushes += s->st.fast_flushes;
+	st->fast_blocks += s->fast_blocks;
+	st->fast_fallbacks += s->fast_fallbacks;
+	st->fast_replayed += s->replayed;
+	if (s->fast) {
+		struct ptd_fast_stats fs;
+
+		ptd_fast_stats(s->fast, &fs);
+		st->fast_lookups += fs.lookups;
+		st->fast_hits += fs.hits;
+		st->fast_flushes += fs.flushes;
+	}
 }
 
 int ptd_first_time(const uint8_t *buf, size_t size, const struct pt_config *cfg_in,
@@ -1254,6 +1561,8 @@ struct ptd_stream *ptd_piece_new(const struct ptd_stream *parent, uint64_t begin
 	}
 	s->st.bytes = (stop ? stop : parent->o.size) - begin;
 	s->dec = open_decoder(&s->o, end);
+	s->fast = open_fast(&s->o, end);
+	s->on_fast = s->fast != NULL;
 	if (!s->dec || piece_thread(s) < 0) {
 		ptd_stream_free(s);
 		return NULL;

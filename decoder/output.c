@@ -582,6 +582,11 @@ int ptd_output_run(const struct ptd_output_opts *oo, struct ptd_stream **streams
 	int err, e;
 	size_t i;
 
+	if (opts->verify_fast) {
+		err = ptd_streams_verify_fast(streams, nr);
+		if (err)
+			return err;
+	}
 	err = ptd_output_open(oo, &out, &sink);
 	if (err)
 		return err;

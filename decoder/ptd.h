@@ -256,6 +256,8 @@ struct ptd_stream_opts {
 	void *selected_ctx;
 	uint32_t index;			/* stream number, for the merge tie-break */
 	bool timeless;			/* no usable time: order by position only */
+	bool fast;			/* decode with the fast path (decoder/fastpath.c), the
+					 * block decoder where it cannot */
 };
 
 struct ptd_stream;
@@ -285,6 +287,16 @@ void ptd_config_cpu(struct pt_config *cfg, uint32_t family, uint32_t model, uint
 
 /* CLOCK_MONOTONIC in seconds (decode times, progress). */
 double ptd_seconds(void);
+
+/* libipt's class of the instruction at `p` (n bytes), by its opcode; ptic_error: unknown. */
+enum pt_insn_class ptd_classify(const uint8_t *p, size_t n, enum pt_exec_mode mode);
+
+/*
+ * Decodes each stream both ways, with the block decoder alone and with the fast path,
+ * and compares every event and the decode figures. 0 when they agree; else -EDOM, with
+ * the first difference (the stream, its trace offset, both events) on stderr; or -errno.
+ */
+int ptd_streams_verify_fast(struct ptd_stream **streams, size_t nr);
 
 /* libipt errors at the public boundary: -pte_* -> -errno. */
 int ptd_errno(int pte);

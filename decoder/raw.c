@@ -136,6 +136,7 @@ int ptdecode_raw(const struct raw_decode_opts *raw, const struct decode_opts *op
 	so.images = &im;
 	so.symbols = sy;
 	so.fixed_as = as;
+	so.fast = !opts->no_fast;
 	if (ptd_first_time(buf, size, &so.config, &so.clock, &first)) {
 		/* no TSC: instructions stand in for time (1 instruction = 1 ns) */
 		so.timeless = true;

@@ -951,6 +951,7 @@ int ptdecode_capture(const struct capture *cap, const struct decode_opts *opts,
 			.selected_ctx = &ss,
 			.index = (uint32_t)i,
 			.timeless = ss.timeless,
+			.fast = !opts->no_fast,
 		};
 		uint64_t t;
 

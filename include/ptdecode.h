@@ -40,6 +40,9 @@ struct decode_opts {
 	bool children;			/* the selected processes' descendants too */
 	uint64_t window_ns;		/* only the last window_ns before the trigger (the end of
 					 * the capture without one), from the PSB before; 0: all */
+	bool no_fast;			/* libipt's block decoder alone, no fast path */
+	bool verify_fast;		/* decode every stream both ways first and fail (-EDOM)
+					 * at the first difference */
 };
 
 struct decode_stats {
@@ -58,6 +61,10 @@ struct decode_stats {
 	uint64_t syncs;			/* synchronisations (PSB) */
 	uint64_t bytes;			/* PT bytes decoded */
 	uint64_t skipped;		/* PT bytes not decoded (--pid, --tid, --window) */
+	/* the fast path: runs looked up and found cached, cache flushes, blocks it
+	 * decoded, times the block decoder took over, blocks replayed for that */
+	uint64_t fast_lookups, fast_hits, fast_flushes, fast_blocks, fast_fallbacks;
+	uint64_t fast_replayed;
 	uint64_t threads;		/* threads with at least one slice */
 	uint64_t first_time, last_time;	/* absolute ns span of the decoded flow */
 	double seconds;			/* wall time of the decode */

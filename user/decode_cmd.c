@@ -81,6 +81,8 @@ enum {
 	OPT_PID,
 	OPT_TID,
 	OPT_WINDOW,
+	OPT_NO_FAST,
+	OPT_VERIFY_FAST,
 };
 
 static const struct argp_option decode_options[] = {
@@ -113,6 +115,11 @@ static const struct argp_option decode_options[] = {
 	  "Decode kernel code too, from the capture's kcore copy and kallsyms" },
 	{ "strict", OPT_STRICT, NULL, 0,
 	  "Fail on a missing binary or a decode error instead of marking it in the trace" },
+	{ "no-fast", OPT_NO_FAST, NULL, 0,
+	  "Decode with libipt's block decoder alone, without the fast path (run cache)" },
+	{ "verify-fast", OPT_VERIFY_FAST, NULL, 0,
+	  "First decode every stream both ways (block decoder, fast path) and fail at the "
+	  "first difference, naming it" },
 
 	{ NULL, 0, NULL, 0, "Raw PT (ptxed style):", 4 },
 	{ "raw-pt", OPT_RAW_PT, "FILE", 0, "Decode raw PT from FILE instead of a capture" },
@@ -337,6 +344,12 @@ static error_t parse_decode_opt(int key, char *arg, struct argp_state *state)
 		return id_list(state, "--pid", arg, env->pids, &env->opts.nr_pids);
 	case OPT_TID:
 		return id_list(state, "--tid", arg, env->tids, &env->opts.nr_tids);
+	case OPT_NO_FAST:
+		env->opts.no_fast = true;
+		return 0;
+	case OPT_VERIFY_FAST:
+		env->opts.verify_fast = true;
+		return 0;
 	case OPT_WINDOW:
 		if (parse_duration(arg, &v) || !v)
 			return usage_error(state, "invalid --window '%s': a duration with a unit, "
@@ -407,6 +420,15 @@ static void print_stats(const struct decode_stats *st)
 		st->gaps, st->aux_truncated, st->aux_partial, st->aux_collision, st->syncs, st->bytes, st->skipped, st->threads,
 		st->last_time > st->first_time ? (st->last_time - st->first_time) / 1e9 : 0.0,
 		st->seconds, st->seconds > 0 ? mb / st->seconds : 0.0);
+	if (st->fast_lookups || st->fast_fallbacks)
+		fprintf(stderr, "fast path     %" PRIu64 " of %" PRIu64 " blocks (%.1f %%), run cache "
+			"hits %.1f %% of %" PRIu64 " lookups, %" PRIu64 " flushes; block decoder took "
+			"over %" PRIu64 " times, replaying %" PRIu64 " blocks\n",
+			st->fast_blocks, st->blocks,
+			st->blocks ? 100.0 * (double)st->fast_blocks / (double)st->blocks : 0.0,
+			st->fast_lookups ? 100.0 * (double)st->fast_hits / (double)st->fast_lookups
+					 : 0.0,
+			st->fast_lookups, st->fast_flushes, st->fast_fallbacks, st->fast_replayed);
 	if (st->slowest_ns) {
 		char buf[32];
 

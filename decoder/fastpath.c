@@ -1,0 +1,966 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * libipt's block decoder (2.0.5) done again over libipt's query decoder, with a cache of
+ * straight runs. The block decoder spends most of its time finding, for every block,
+ * the instructions from the block's ip to the next decision point; the query decoder
+ * under it (TNT bits, TIP targets, events, time) is two to four times faster. Here:
+ *
+ *   - a run is the instructions from an address to the first branch, or to the end of
+ *     its section: how many, the last one's ip, class, length and direct target. It is
+ *     decoded once (capstone for lengths, decode.c's classify() for libipt's classes)
+ *     and cached per stream, bounded; each run links to the run its branch went to, so
+ *     a loop's blocks cost no hashing.
+ *   - a block is one run, exactly as libipt 2.0.5 cuts them with end_on_call and
+ *     end_on_jump: it ends at every branch (the block cache's decision points and its
+ *     direct call/jump stops) and where the section ends.
+ *   - the queries are libipt's own, in the block decoder's order: a conditional branch
+ *     asks pt_qry_cond_branch, a return first asks it for a compressed return (a taken
+ *     bit pops the 64-entry return stack) and else pt_qry_indirect_branch, an indirect
+ *     call pushes its return address and asks for the target, and after each block a
+ *     pending event is fetched with pt_qry_event and bound as the block decoder binds
+ *     it (proceed to its ip, to the next branch needing trace for a disable without
+ *     one...). The trace offset and the time are the query decoder's, so they are the
+ *     same as the block decoder's at every step.
+ *
+ * Anything else (decode errors, a mode other than 64-bit, TSX, paging/VMCS events while
+ * tracing, ptwrite, power events, errata work-arounds that apply, an instruction the
+ * walk cannot classify, a run that leaves the image) answers PTD_FAST_FALLBACK: the
+ * stream redoes that step with the block decoder, the reference.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <capstone/capstone.h>
+
+#include "fastpath.h"
+#include "log.h"
+#include "ptd.h"
+
+/* What ends a run. */
+enum run_kind {
+	RUN_COND,		/* conditional branch: one TNT bit */
+	RUN_RET,		/* near return: compressed (a TNT bit) or a TIP */
+	RUN_ICALL,		/* near indirect call: return address pushed, TIP */
+	RUN_INDIRECT,		/* indirect jump or far transfer: TIP */
+	RUN_CALL,		/* near direct call: the block ends (end_on_call) */
+	RUN_JUMP,		/* near direct jump: the block ends (end_on_jump) */
+	RUN_EDGE,		/* the section ends after a non-branch: the block ends */
+	RUN_BAD,		/* not for the fast path */
+};
+
+/* The longest run cached; longer straight code goes to the block decoder. */
+#define RUN_MAX_INSNS 4096
+/* Runs cached per stream (the bound: the cache is emptied when it is full). */
+#define RUN_CACHE_RUNS (1u << 16)
+#define RUN_HASH_SLOTS (1u << 17)
+#define LENS_POOL (RUN_CACHE_RUNS * 16u)
+
+struct run {
+	uint64_t ip;		/* first instruction */
+	uint64_t end_ip;	/* last instruction */
+	uint64_t target;	/* direct branch target; RUN_EDGE: the next ip */
+	int32_t as;		/* address space it was decoded in */
+	int isid;		/* libipt section id */
+	uint32_t ninsn;
+	uint32_t lens;		/* index of its instruction lengths in the pool */
+	int32_t link[2];	/* the run reached after it: [taken] for a conditional
+				 * branch, [0] else; -1: not known yet */
+	uint8_t kind;		/* enum run_kind */
+	uint8_t iclass;		/* libipt's class of the last instruction */
+	uint8_t size;		/* its length */
+	bool push;		/* RUN_CALL: pushes its return address (not a call to the
+				 * next instruction, position-independent code) */
+};
+
+struct ptd_fast {
+	struct pt_query_decoder *qry;
+	struct pt_config cfg;
+	struct ptd_images *im;
+	int as;
+	csh cs;
+	bool cs_open;
+
+	/* the block decoder's state */
+	uint64_t ip;
+	enum pt_exec_mode mode;
+	int status;
+	bool enabled;
+	bool process_event;
+	bool speculative;	/* in a transaction (TSX) */
+	struct pt_event event;
+	uint64_t retstack[65];	/* libipt's: 64 entries, one slot free */
+	uint8_t top, bottom;
+
+	/* the run the ip is known to start (through a link), -1: look it up */
+	int32_t next_run;
+
+	struct run *runs;
+	uint32_t nr_runs;
+	int32_t *hash;		/* run index + 1, 0: empty (open addressing) */
+	uint8_t *lens;		/* instruction lengths of the runs */
+	uint32_t nr_lens;
+
+	struct ptd_fast_stats st;
+};
+
+/* Refuse a step, saying where under -vv (which case the fast path leaves to libipt). */
+#define FALLBACK(f) fallback_at(f, __func__, __LINE__)
+
+static int fallback_at(const struct ptd_fast *f, const char *fn, int line)
+{
+	ddlog("[fast path: to the block decoder at ip %#" PRIx64 ", %s:%d]\n", f->ip, fn, line);
+	return PTD_FAST_FALLBACK;
+}
+
+/* ---------------------------------------------------------------- runs */
+
+static uint32_t hash_ip(uint64_t ip, int as)
+{
+	uint64_t h = (ip ^ ((uint64_t)(uint32_t)as << 47)) * 0x9e3779b97f4a7c15ull;
+
+	return (uint32_t)(h >> 40) & (RUN_HASH_SLOTS - 1);
+}
+
+static void cache_flush(struct ptd_fast *f)
+{
+	memset(f->hash, 0, RUN_HASH_SLOTS * sizeof(*f->hash));
+	f->nr_runs = 0;
+	f->nr_lens = 0;
+	f->next_run = -1;
+	f->st.flushes++;
+}
+
+/* The section holding `ip` in the current address space (the kernel's too). */
+static const struct ptd_map *map_of(struct ptd_fast *f, uint64_t ip)
+{
+	const struct ptd_map *m = ptd_aspace_lookup(f->im, f->as, ip);
+
+	if (!m && f->im->kernel_as >= 0 && f->im->kernel_as != f->as)
+		m = ptd_aspace_lookup(f->im, f->im->kernel_as, ip);
+	if (!m || !m->exec || m->isid <= 0)
+		return NULL;
+	return m;
+}
+
+/* The class, direct target and kind of the branch `insn` (len bytes at ip). */
+static enum run_kind branch_kind(const uint8_t *p, size_t len, uint64_t ip, uint8_t *iclass,
+				 uint64_t *target, bool *push)
+{
+	enum pt_insn_class c = ptd_classify(p, len, ptem_64bit);
+	size_t i = 0;
+	int64_t rel;
+
+	*iclass = (uint8_t)c;
+	*push = false;
+	while (i < len && (p[i] == 0x66 || p[i] == 0x67 || p[i] == 0xf0 || p[i] == 0xf2 ||
+			   p[i] == 0xf3 || p[i] == 0x2e || p[i] == 0x36 || p[i] == 0x3e ||
+			   p[i] == 0x26 || p[i] == 0x64 || p[i] == 0x65 || (p[i] & 0xf0) == 0x40)) {
+		/* an operand-size prefix on a near branch: CPUs disagree, leave it to libipt */
+		if (p[i] == 0x66 && c != ptic_other)
+			return RUN_BAD;
+		i++;
+	}
+	switch (c) {
+	case ptic_other:
+		return RUN_EDGE;	/* not a branch: the caller goes on */
+	case ptic_cond_jump:
+		if (p[i] == 0x0f)
+			rel = (int32_t)((uint32_t)p[len - 4] | (uint32_t)p[len - 3] << 8 |
+					(uint32_t)p[len - 2] << 16 | (uint32_t)p[len - 1] << 24);
+		else
+			rel = (int8_t)p[len - 1];
+		*target = ip + len + (uint64_t)rel;
+		return RUN_COND;
+	case ptic_return:
+		return RUN_RET;
+	case ptic_call:
+		if (p[i] == 0xff)
+			return RUN_ICALL;
+		rel = (int32_t)((uint32_t)p[len - 4] | (uint32_t)p[len - 3] << 8 |
+				(uint32_t)p[len - 2] << 16 | (uint32_t)p[len - 1] << 24);
+		*target = ip + len + (uint64_t)rel;
+		*push = rel != 0;
+		return RUN_CALL;
+	case ptic_jump:
+		if (p[i] == 0xff)
+			return RUN_INDIRECT;
+		if (p[i] == 0xeb)
+			rel = (int8_t)p[len - 1];
+		else
+			rel = (int32_t)((uint32_t)p[len - 4] | (uint32_t)p[len - 3] << 8 |
+					(uint32_t)p[len - 2] << 16 | (uint32_t)p[len - 1] << 24);
+		*target = ip + len + (uint64_t)rel;
+		return RUN_JUMP;
+	case ptic_far_call:
+	case ptic_far_return:
+	case ptic_far_jump:
+		return RUN_INDIRECT;
+	default:
+		return RUN_BAD;
+	}
+}
+
+/* Whether capstone sees a control transfer (or a mov to cr3, ptwrite) that classify()
+ * calls ptic_other: such code is left to libipt's own instruction decoder. */
+static bool other_is_odd(const cs_insn *ci)
+{
+	const cs_detail *d = ci->detail;
+	uint8_t k;
+
+	if (!d)
+		return false;
+	for (k = 0; k < d->groups_count; k++)
+		switch (d->groups[k]) {
+		case CS_GRP_JUMP:
+		case CS_GRP_CALL:
+		case CS_GRP_RET:
+		case CS_GRP_INT:
+		case CS_GRP_IRET:
+		case CS_GRP_BRANCH_RELATIVE:
+			return true;
+		default:
+			break;
+		}
+	/* mov to a control register (0f 22), ptwrite (f3 0f ae /4, unknown to capstone 4) */
+	for (k = 0; k + 2 < ci->size; k++)
+		if (ci->bytes[k] == 0x0f && (ci->bytes[k + 1] == 0x22 ||
+					     (ci->bytes[k + 1] == 0xae &&
+					      ((ci->bytes[k + 2] >> 3) & 7) == 4)))
+			return true;
+	return false;
+}
+
+/* Decode the run at `ip`; its index, or -1 when the fast path cannot take it. */
+static int32_t run_decode(struct ptd_fast *f, uint64_t ip)
+{
+	const struct ptd_map *m = map_of(f, ip);
+	uint8_t buf[256];
+	struct run *r;
+	cs_insn *ci;
+	uint64_t at = ip;
+	uint32_t n = 0;
+	int32_t idx;
+
+	if (!m)
+		return -1;
+	if (f->nr_runs >= RUN_CACHE_RUNS || f->nr_lens + RUN_MAX_INSNS > LENS_POOL)
+		cache_flush(f);
+	idx = (int32_t)f->nr_runs;
+	r = &f->runs[idx];
+	memset(r, 0, sizeof(*r));
+	r->ip = ip;
+	r->as = f->as;
+	r->isid = m->isid;
+	r->lens = f->nr_lens;
+	r->link[0] = r->link[1] = -1;
+	r->kind = RUN_BAD;
+	ci = cs_malloc(f->cs);
+	if (!ci)
+		return -1;
+	for (;;) {
+		const uint8_t *code = buf;
+		size_t avail;
+		uint64_t addr = at;
+		int got;
+
+		got = pt_iscache_read(f->im->iscache, buf, sizeof(buf), m->isid, at);
+		if (got <= 0)
+			break;
+		avail = (size_t)got;
+		while (avail && n < RUN_MAX_INSNS) {
+			uint64_t target = 0;
+			enum run_kind k;
+			uint8_t iclass;
+			bool push;
+
+			/* an instruction that may go past what was read: read again from it */
+			if (avail < 16 && at + avail < m->end && (size_t)got == sizeof(buf))
+				break;
+			if (!cs_disasm_iter(f->cs, &code, &avail, &addr, ci))
+				goto out;	/* undecodable or cut by the section's end */
+			k = branch_kind(ci->bytes, ci->size, at, &iclass, &target, &push);
+			if (k == RUN_BAD || (k == RUN_EDGE && other_is_odd(ci)))
+				goto out;
+			f->lens[f->nr_lens + n++] = (uint8_t)ci->size;
+			r->end_ip = at;
+			r->iclass = iclass;
+			r->size = (uint8_t)ci->size;
+			at += ci->size;
+			if (k != RUN_EDGE) {
+				r->kind = (uint8_t)k;
+				r->target = target;
+				r->push = push;
+				goto done;
+			}
+			if (at >= m->end) {
+				r->kind = RUN_EDGE;
+				r->target = at;
+				goto done;
+			}
+		}
+		if (n >= RUN_MAX_INSNS)
+			goto out;
+	}
+out:
+	cs_free(ci, 1);
+	return -1;
+done:
+	cs_free(ci, 1);
+	r->ninsn = n;
+	f->nr_lens += n;
+	f->nr_runs++;
+	{
+		uint32_t h = hash_ip(ip, f->as);
+
+		while (f->hash[h])
+			h = (h + 1) & (RUN_HASH_SLOTS - 1);
+		f->hash[h] = idx + 1;
+	}
+	return idx;
+}
+
+/* The run starting at the current ip; NULL: not for the fast path. */
+static struct run *run_here(struct ptd_fast *f)
+{
+	uint32_t h;
+	int32_t idx = f->next_run;
+
+	f->st.lookups++;
+	if (f->mode != ptem_64bit)
+		return NULL;
+	if (idx >= 0 && f->runs[idx].ip == f->ip && f->runs[idx].as == f->as) {
+		f->st.hits++;
+		f->st.linked++;
+		return &f->runs[idx];
+	}
+	for (h = hash_ip(f->ip, f->as); f->hash[h]; h = (h + 1) & (RUN_HASH_SLOTS - 1)) {
+		struct run *r = &f->runs[f->hash[h] - 1];
+
+		if (r->ip == f->ip && r->as == f->as) {
+			f->st.hits++;
+			return r;
+		}
+	}
+	idx = run_decode(f, f->ip);
+	return idx < 0 ? NULL : &f->runs[idx];
+}
+
+/* The run reached from `r` through its link `k` is the one at the (new) ip. */
+static void follow(struct ptd_fast *f, struct run *r, int k)
+{
+	f->next_run = r->link[k];
+	if (f->next_run < 0) {
+		/* learnt when that run is looked up: keep a pointer to fill the link */
+		f->next_run = -2 - (int32_t)((r - f->runs) * 2 + k);
+	}
+}
+
+/* After run_here() found run `r` by hashing: the run before it linked to it. */
+static void link_from(struct ptd_fast *f, int32_t prev_code, struct run *r)
+{
+	int32_t v = -2 - prev_code;
+
+	if (prev_code <= -2 && (uint32_t)(v / 2) < f->nr_runs)
+		f->runs[v / 2].link[v % 2] = (int32_t)(r - f->runs);
+}
+
+/* ---------------------------------------------------------------- libipt's steps */
+
+static void retstack_push(struct ptd_fast *f, uint64_t ip)
+{
+	f->retstack[f->top] = ip;
+	f->top = (uint8_t)((f->top + 1) % 65);
+	if (f->top == f->bottom)
+		f->bottom = (uint8_t)((f->bottom + 1) % 65);
+}
+
+static int retstack_pop(struct ptd_fast *f, uint64_t *ip)
+{
+	if (f->top == f->bottom)
+		return -pte_retstack_empty;
+	f->top = (uint8_t)((f->top ? f->top : 65) - 1);
+	*ip = f->retstack[f->top];
+	return 0;
+}
+
+static int blk_status(const struct ptd_fast *f, int flags)
+{
+	if (!f->enabled)
+		flags |= pts_ip_suppressed;
+	if ((f->status & pts_eos) && !f->process_event)
+		flags |= pts_eos;
+	return flags;
+}
+
+static void add_run(struct pt_block *b, const struct run *r, uint32_t ninsn, uint64_t end_ip,
+		    uint8_t iclass)
+{
+	b->isid = r->isid;
+	b->ninsn = (uint16_t)(b->ninsn + ninsn);
+	b->end_ip = end_ip;
+	b->iclass = (enum pt_insn_class)iclass;
+}
+
+/*
+ * The branch ending run `r` (already in the block) using trace: the next ip. 0 or a
+ * query error; PTD_FAST_FALLBACK where libipt's paths differ (no ip in a TIP).
+ */
+static int with_trace(struct ptd_fast *f, struct run *r)
+{
+	int status, taken;
+
+	switch (r->kind) {
+	case RUN_COND:
+		status = pt_qry_cond_branch(f->qry, &taken);
+		if (status < 0 || (status & pts_ip_suppressed))
+			return FALLBACK(f);
+		f->status = status;
+		if (taken) {
+			f->ip = r->target;
+			follow(f, r, 1);
+		} else {
+			f->ip = r->end_ip + r->size;
+			follow(f, r, 0);
+		}
+		return 0;
+	case RUN_RET:
+		status = pt_qry_cond_branch(f->qry, &taken);
+		if (status >= 0) {
+			if (!taken || f->top == f->bottom || (status & pts_ip_suppressed))
+				return FALLBACK(f);
+			f->status = status;
+			retstack_pop(f, &f->ip);
+			f->next_run = -1;
+			return 0;
+		}
+		if (status != -pte_bad_query)
+			return FALLBACK(f);
+		break;
+	case RUN_ICALL:
+	case RUN_INDIRECT:
+		break;
+	default:
+		return FALLBACK(f);
+	}
+	status = pt_qry_indirect_branch(f->qry, &f->ip);
+	if (status < 0 || (status & pts_ip_suppressed))
+		return FALLBACK(f);
+	f->status = status;
+	f->next_run = -1;
+	return 0;
+}
+
+/* Block ends with no event: the block decoder's cached no-event flow. */
+static int proceed_no_event(struct ptd_fast *f, struct pt_block *b)
+{
+	int32_t prev = f->next_run;
+	struct run *r = run_here(f);
+
+	if (!r || r->kind == RUN_BAD)
+		return FALLBACK(f);
+	link_from(f, prev, r);
+	add_run(b, r, r->ninsn, r->end_ip, r->iclass);
+	switch (r->kind) {
+	case RUN_CALL:
+		if (r->push)
+			retstack_push(f, r->end_ip + r->size);
+		f->ip = r->target;
+		follow(f, r, 0);
+		return 0;
+	case RUN_JUMP:
+	case RUN_EDGE:
+		f->ip = r->target;
+		follow(f, r, 0);
+		return 0;
+	case RUN_ICALL:
+		retstack_push(f, r->end_ip + r->size);
+		return with_trace(f, r);
+	default:
+		return with_trace(f, r);
+	}
+}
+
+/* The outcome of walking to an ip or to a branch (pt_blk_proceed_to_ip/_to_insn). */
+enum walk {
+	WALK_REACHED = 1,	/* the ip was reached */
+	WALK_ENDED = 0,		/* the block ended first (direct call or jump) */
+	WALK_TRACE = -1,	/* a branch needing trace was reached (it is in the block) */
+};
+
+/*
+ * Proceed to `target` (to_ip) or, with to_ip false, to the next branch needing trace,
+ * without trace. *last is the run whose last instruction was reached (WALK_TRACE).
+ */
+static int walk(struct ptd_fast *f, struct pt_block *b, bool to_ip, uint64_t target,
+		struct run **last)
+{
+	int32_t prev = f->next_run;
+	struct run *r;
+
+	if (to_ip && f->ip == target)
+		return WALK_REACHED;
+	r = run_here(f);
+	if (!r || r->kind == RUN_BAD)
+		return FALLBACK(f);
+	link_from(f, prev, r);
+	if (to_ip && target > r->ip && target <= r->end_ip) {
+		/* inside the run: stop before the instruction at target, if one starts there */
+		uint64_t at = r->ip, end = r->ip;
+		uint32_t k;
+
+		for (k = 0; k < r->ninsn && at < target; k++) {
+			end = at;
+			at += f->lens[r->lens + k];
+		}
+		if (at == target) {
+			add_run(b, r, k, end, ptic_other);
+			f->ip = target;
+			f->next_run = -1;
+			return WALK_REACHED;
+		}
+	}
+	add_run(b, r, r->ninsn, r->end_ip, r->iclass);
+	*last = r;
+	switch (r->kind) {
+	case RUN_CALL:
+		if (r->push)
+			retstack_push(f, r->end_ip + r->size);
+		/* fall through */
+	case RUN_JUMP:
+		f->ip = r->target;
+		follow(f, r, 0);
+		return to_ip && f->ip == target ? WALK_REACHED : WALK_ENDED;
+	case RUN_EDGE:
+		/* libipt decodes the next section's first instruction before it ends the
+		 * block (an error there would be this block's): leave that to it */
+		f->ip = r->target;
+		if (to_ip && f->ip == target)
+			return WALK_REACHED;
+		return FALLBACK(f);
+	case RUN_ICALL:
+		retstack_push(f, r->end_ip + r->size);
+		/* fall through */
+	default:
+		f->ip = r->end_ip;
+		f->next_run = -1;
+		return WALK_TRACE;
+	}
+}
+
+/* A synchronous disable binding to the branch of `r`: where tracing would resume. */
+static void disable_resume_ip(struct ptd_fast *f, const struct run *r)
+{
+	if (r->iclass == ptic_call || r->iclass == ptic_far_call)
+		f->ip = r->end_ip + r->size;
+	else
+		f->ip = 0;
+	f->next_run = -1;
+}
+
+/*
+ * An asynchronous disable at the ip, on a CPU with erratum SKD022: libipt turns it into
+ * a synchronous one when the instruction there is VMLAUNCH or VMRESUME (0f 01 c2/c3),
+ * and leaves it otherwise. Whether it may apply here (or the bytes cannot be read).
+ */
+static bool skd022_may_apply(struct ptd_fast *f)
+{
+	const struct ptd_map *m;
+	uint8_t p[3];
+
+	if (!f->cfg.errata.skd022)
+		return false;
+	m = map_of(f, f->ip);
+	if (!m || pt_iscache_read(f->im->iscache, p, 3, m->isid, f->ip) != 3)
+		return true;
+	return p[0] == 0x0f && p[1] == 0x01 && (p[2] == 0xc2 || p[2] == 0xc3);
+}
+
+/* Events that take effect where the decoder is, with no ip to proceed to. */
+static bool binds_anywhere(enum pt_event_type type)
+{
+	switch (type) {
+	case ptev_enabled:
+	case ptev_overflow:
+	case ptev_stop:
+	case ptev_pwre:
+	case ptev_pwrx:
+	case ptev_tick:
+	case ptev_cbr:
+	case ptev_mnt:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* The pending event's location (pt_blk_proceed_event). */
+static int proceed_event(struct ptd_fast *f, struct pt_block *b)
+{
+	struct pt_event *ev = &f->event;
+	struct run *last = NULL;
+	int w;
+
+	if (binds_anywhere(ev->type))
+		return blk_status(f, pts_event_pending);
+	switch (ev->type) {
+	case ptev_disabled:
+		if (ev->ip_suppressed) {
+			if (f->cfg.addr_filter.config.addr_cfg && f->cfg.errata.skl014)
+				return FALLBACK(f);
+			w = walk(f, b, false, 0, &last);
+		} else {
+			w = walk(f, b, true, ev->variant.disabled.ip, &last);
+		}
+		if (w == PTD_FAST_FALLBACK || w == WALK_ENDED)
+			return w;
+		if (w == WALK_TRACE)
+			disable_resume_ip(f, last);
+		break;
+	case ptev_async_disabled:
+	case ptev_async_branch:
+		w = walk(f, b, true, ev->type == ptev_async_branch ? ev->variant.async_branch.from
+				 : ev->variant.async_disabled.at, &last);
+		if (w == PTD_FAST_FALLBACK || w == WALK_ENDED)
+			return w;
+		/* a branch needing trace before the location: libipt's error, not ours */
+		if (w == WALK_TRACE)
+			return FALLBACK(f);
+		if (ev->type == ptev_async_disabled && skd022_may_apply(f))
+			return FALLBACK(f);
+		break;
+	case ptev_paging:
+	case ptev_vmcs:
+		if (f->enabled)
+			return FALLBACK(f);
+		break;
+	case ptev_exec_mode:
+	case ptev_async_paging:
+	case ptev_async_vmcs: {
+		/* pt_blk_proceed_to_ip_with_trace: a branch on the way is taken with trace */
+		uint64_t ip = ev->type == ptev_exec_mode ? ev->variant.exec_mode.ip :
+			      ev->type == ptev_async_paging ? ev->variant.async_paging.ip
+							    : ev->variant.async_vmcs.ip;
+
+		if (ev->ip_suppressed)
+			break;
+		w = walk(f, b, true, ip, &last);
+		if (w == PTD_FAST_FALLBACK)
+			return w;
+		if (w == WALK_TRACE) {
+			w = with_trace(f, last);
+			if (w < 0)
+				return w;
+		}
+		if (f->ip != ip)
+			return 0;
+		break;
+	}
+	case ptev_tsx:
+		if (ev->ip_suppressed)
+			break;
+		w = walk(f, b, true, ev->variant.tsx.ip, &last);
+		if (w == PTD_FAST_FALLBACK || w == WALK_ENDED)
+			return w;
+		if (w == WALK_TRACE)
+			return FALLBACK(f);	/* libipt's -pte_bad_query */
+		break;
+	case ptev_exstop:
+	case ptev_mwait:
+		if (f->enabled && !ev->ip_suppressed)
+			return FALLBACK(f);
+		break;
+	case ptev_ptwrite:
+		if (f->enabled)
+			return FALLBACK(f);
+		break;
+	default:
+		return FALLBACK(f);
+	}
+	return blk_status(f, pts_event_pending);
+}
+
+/* After a block or an event: fetch the next event and say if it binds here. */
+static int trailing_event(struct ptd_fast *f, bool after_block)
+{
+	struct pt_event *ev = &f->event;
+
+	if (!f->process_event) {
+		int status;
+
+		if (!(f->status & pts_event_pending))
+			return blk_status(f, 0);
+		status = pt_qry_event(f->qry, ev, sizeof(*ev));
+		if (status < 0)
+			return FALLBACK(f);
+		f->process_event = true;
+		f->status = status;
+	}
+	if (binds_anywhere(ev->type))
+		return blk_status(f, pts_event_pending);
+	switch (ev->type) {
+	case ptev_disabled:
+		break;
+	case ptev_async_disabled:
+		if (f->ip != ev->variant.async_disabled.at)
+			break;
+		if (skd022_may_apply(f))
+			return FALLBACK(f);
+		return blk_status(f, pts_event_pending);
+	case ptev_async_branch:
+		if (f->ip != ev->variant.async_branch.from)
+			break;
+		return blk_status(f, pts_event_pending);
+	case ptev_paging:
+	case ptev_vmcs:
+	case ptev_ptwrite:
+		if (!f->enabled)
+			return blk_status(f, pts_event_pending);
+		break;
+	case ptev_async_paging:
+		if (!ev->ip_suppressed && f->ip != ev->variant.async_paging.ip)
+			break;
+		return blk_status(f, pts_event_pending);
+	case ptev_async_vmcs:
+		if (!ev->ip_suppressed && f->ip != ev->variant.async_vmcs.ip)
+			break;
+		return blk_status(f, pts_event_pending);
+	case ptev_exec_mode:
+		if (!ev->ip_suppressed && f->ip != ev->variant.exec_mode.ip)
+			break;
+		return blk_status(f, pts_event_pending);
+	case ptev_tsx:
+		if (ev->ip_suppressed)
+			return blk_status(f, pts_event_pending);
+		/* BDM64: libipt looks back at the block for a corrupted branch */
+		if (after_block && f->cfg.errata.bdm64)
+			return FALLBACK(f);
+		if (f->ip != ev->variant.tsx.ip)
+			break;
+		return blk_status(f, pts_event_pending);
+	case ptev_exstop:
+		if (!ev->ip_suppressed && f->enabled && f->ip != ev->variant.exstop.ip)
+			break;
+		return blk_status(f, pts_event_pending);
+	case ptev_mwait:
+		if (!ev->ip_suppressed && f->enabled && f->ip != ev->variant.mwait.ip)
+			break;
+		return blk_status(f, pts_event_pending);
+	default:
+		return FALLBACK(f);
+	}
+	return blk_status(f, 0);
+}
+
+int ptd_fast_next(struct ptd_fast *f, struct pt_block *b)
+{
+	int status;
+
+	memset(b, 0, sizeof(*b));
+	b->ip = f->ip;
+	b->mode = f->mode;
+	b->speculative = f->speculative;
+	if (f->process_event)
+		return proceed_event(f, b);
+	if (!f->enabled)
+		return (f->status & pts_eos) ? -pte_eos : PTD_FAST_FALLBACK;
+	status = proceed_no_event(f, b);
+	if (status < 0)
+		return status;
+	return trailing_event(f, true);
+}
+
+int ptd_fast_event(struct ptd_fast *f, struct pt_event *out)
+{
+	struct pt_event *ev = &f->event;
+
+	if (!f->process_event)
+		return FALLBACK(f);
+	switch (ev->type) {
+	case ptev_enabled:
+		if (ev->status_update || ev->ip_suppressed || f->enabled)
+			return FALLBACK(f);
+		if (ev->variant.enabled.ip == f->ip)
+			ev->variant.enabled.resumed = 1;
+		f->ip = ev->variant.enabled.ip;
+		f->next_run = -1;
+		f->enabled = true;
+		break;
+	case ptev_async_disabled:
+		if (f->ip != ev->variant.async_disabled.at)
+			return FALLBACK(f);
+		/* fall through */
+	case ptev_disabled:
+		if (ev->status_update || !f->enabled)
+			return FALLBACK(f);
+		f->enabled = false;
+		break;
+	case ptev_async_branch:
+		if (f->ip != ev->variant.async_branch.from || ev->status_update || !f->enabled)
+			return FALLBACK(f);
+		f->ip = ev->variant.async_branch.to;
+		f->next_run = -1;
+		break;
+	case ptev_async_paging:
+		if (!ev->ip_suppressed && f->ip != ev->variant.async_paging.ip)
+			return FALLBACK(f);
+		break;
+	case ptev_async_vmcs:
+		if (!ev->ip_suppressed && f->ip != ev->variant.async_vmcs.ip)
+			return FALLBACK(f);
+		break;
+	case ptev_paging:
+	case ptev_vmcs:
+		/* images have no asid here: the new cr3/vmcs changes no code read */
+		break;
+	case ptev_tsx:
+		if (!ev->ip_suppressed && f->ip != ev->variant.tsx.ip)
+			return FALLBACK(f);
+		f->speculative = ev->variant.tsx.speculative;
+		break;
+	case ptev_overflow:
+		if (ev->status_update)
+			return FALLBACK(f);
+		f->enabled = !ev->ip_suppressed;
+		f->ip = ev->ip_suppressed ? 0 : ev->variant.overflow.ip;
+		f->speculative = false;
+		f->next_run = -1;
+		break;
+	case ptev_exec_mode:
+		if (!ev->ip_suppressed && f->ip != ev->variant.exec_mode.ip)
+			return FALLBACK(f);
+		if (ev->status_update && f->enabled && f->mode != ptem_unknown &&
+		    f->mode != ev->variant.exec_mode.mode)
+			return FALLBACK(f);
+		f->mode = ev->variant.exec_mode.mode;
+		break;
+	case ptev_stop:
+		if (ev->status_update || f->enabled)
+			return FALLBACK(f);
+		break;
+	case ptev_exstop:
+	case ptev_mwait:
+	case ptev_pwre:
+	case ptev_pwrx:
+	case ptev_ptwrite:
+	case ptev_tick:
+	case ptev_cbr:
+	case ptev_mnt:
+		if ((ev->type == ptev_exstop || ev->type == ptev_mwait) && f->enabled &&
+		    !ev->ip_suppressed)
+			return FALLBACK(f);
+		break;
+	default:
+		return FALLBACK(f);
+	}
+	f->process_event = false;
+	*out = *ev;
+	return trailing_event(f, false);
+}
+
+/* ---------------------------------------------------------------- sync */
+
+static void fast_reset(struct ptd_fast *f)
+{
+	f->mode = ptem_unknown;
+	f->ip = 0;
+	f->status = 0;
+	f->enabled = false;
+	f->process_event = false;
+	f->speculative = false;
+	memset(&f->event, 0, sizeof(f->event));
+	f->top = f->bottom = 0;
+	f->next_run = -1;
+}
+
+static int fast_start(struct ptd_fast *f, int status)
+{
+	if (status < 0)
+		return status;
+	f->status = status;
+	if (!(status & pts_ip_suppressed))
+		f->enabled = true;
+	return trailing_event(f, false);
+}
+
+int ptd_fast_sync_forward(struct ptd_fast *f)
+{
+	fast_reset(f);
+	return fast_start(f, pt_qry_sync_forward(f->qry, &f->ip));
+}
+
+int ptd_fast_sync_set(struct ptd_fast *f, uint64_t offset)
+{
+	fast_reset(f);
+	return fast_start(f, pt_qry_sync_set(f->qry, &f->ip, offset));
+}
+
+int ptd_fast_get_offset(const struct ptd_fast *f, uint64_t *offset)
+{
+	return pt_qry_get_offset(f->qry, offset);
+}
+
+int ptd_fast_get_sync_offset(const struct ptd_fast *f, uint64_t *offset)
+{
+	return pt_qry_get_sync_offset(f->qry, offset);
+}
+
+int ptd_fast_time(struct ptd_fast *f, uint64_t *time, uint32_t *lost_mtc, uint32_t *lost_cyc)
+{
+	return pt_qry_time(f->qry, time, lost_mtc, lost_cyc);
+}
+
+void ptd_fast_set_as(struct ptd_fast *f, int as)
+{
+	if (as != f->as)
+		f->next_run = -1;
+	f->as = as;
+}
+
+void ptd_fast_stats(const struct ptd_fast *f, struct ptd_fast_stats *st)
+{
+	*st = f->st;
+}
+
+struct ptd_fast *ptd_fast_new(const struct pt_config *cfg, struct ptd_images *im)
+{
+	struct ptd_fast *f = calloc(1, sizeof(*f));
+	struct pt_config qcfg;
+
+	if (!f)
+		return NULL;
+	f->cfg = *cfg;
+	f->im = im;
+	f->as = -1;
+	f->next_run = -1;
+	/* the block decoder's query decoder: the same config, no flags of its own */
+	qcfg = *cfg;
+	memset(&qcfg.flags, 0, sizeof(qcfg.flags));
+	f->qry = pt_qry_alloc_decoder(&qcfg);
+	f->runs = malloc(RUN_CACHE_RUNS * sizeof(*f->runs));
+	f->hash = calloc(RUN_HASH_SLOTS, sizeof(*f->hash));
+	f->lens = malloc(LENS_POOL);
+	if (!f->qry || !f->runs || !f->hash || !f->lens ||
+	    cs_open(CS_ARCH_X86, CS_MODE_64, &f->cs) != CS_ERR_OK) {
+		ptd_fast_free(f);
+		return NULL;
+	}
+	f->cs_open = true;
+	cs_option(f->cs, CS_OPT_DETAIL, CS_OPT_ON);
+	return f;
+}
+
+void ptd_fast_free(struct ptd_fast *f)
+{
+	if (!f)
+		return;
+	if (f->cs_open)
+		cs_close(&f->cs);
+	pt_qry_free_decoder(f->qry);
+	free(f->runs);
+	free(f->hash);
+	free(f->lens);
+	free(f);
+}
