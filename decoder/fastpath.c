@@ -104,6 +104,9 @@ struct ptd_fast {
 	uint32_t nr_lens;
 
 	struct ptd_fast_stats st;
+	/* PTBPF_FAST_REFUSE=N: refuse every Nth block (the tests' way to exercise the
+	 * hand-over to the block decoder on any trace); 0: never */
+	uint64_t refuse_every, nexts;
 };
 
 /* Refuse a step, saying where under -vv (which case the fast path leaves to libipt). */
@@ -136,8 +139,12 @@ static void cache_flush(struct ptd_fast *f)
 /* The section holding `ip` in the current address space (the kernel's too). */
 static const struct ptd_map *map_of(struct ptd_fast *f, uint64_t ip)
 {
-	const struct ptd_map *m = ptd_aspace_lookup(f->im, f->as, ip);
+	const struct ptd_map *m;
 
+	/* no address space: libipt's decoder has an empty image */
+	if (f->as < 0)
+		return NULL;
+	m = ptd_aspace_lookup(f->im, f->as, ip);
 	if (!m && f->im->kernel_as >= 0 && f->im->kernel_as != f->as)
 		m = ptd_aspace_lookup(f->im, f->im->kernel_as, ip);
 	if (!m || !m->exec || m->isid <= 0)
@@ -348,6 +355,17 @@ static struct run *run_here(struct ptd_fast *f)
 	return idx < 0 ? NULL : &f->runs[idx];
 }
 
+/*
+ * No run at the ip: -pte_nomap where libipt's image maps nothing there (it fails the
+ * same way, with an empty block), else the fast path's refusal.
+ */
+static int no_run(struct ptd_fast *f)
+{
+	if (f->mode == ptem_64bit && !map_of(f, f->ip))
+		return -pte_nomap;
+	return FALLBACK(f);
+}
+
 /* The run reached from `r` through its link `k` is the one at the (new) ip. */
 static void follow(struct ptd_fast *f, struct run *r, int k)
 {
@@ -415,7 +433,9 @@ static int with_trace(struct ptd_fast *f, struct run *r)
 	switch (r->kind) {
 	case RUN_COND:
 		status = pt_qry_cond_branch(f->qry, &taken);
-		if (status < 0 || (status & pts_ip_suppressed))
+		if (status < 0)
+			return status;
+		if (status & pts_ip_suppressed)
 			return FALLBACK(f);
 		f->status = status;
 		if (taken) {
@@ -429,15 +449,17 @@ static int with_trace(struct ptd_fast *f, struct run *r)
 	case RUN_RET:
 		status = pt_qry_cond_branch(f->qry, &taken);
 		if (status >= 0) {
-			if (!taken || f->top == f->bottom || (status & pts_ip_suppressed))
+			if (status & pts_ip_suppressed)
 				return FALLBACK(f);
 			f->status = status;
-			retstack_pop(f, &f->ip);
+			/* a compressed return is a taken bit */
+			if (!taken)
+				return -pte_bad_retcomp;
 			f->next_run = -1;
-			return 0;
+			return retstack_pop(f, &f->ip);
 		}
 		if (status != -pte_bad_query)
-			return FALLBACK(f);
+			return status;
 		break;
 	case RUN_ICALL:
 	case RUN_INDIRECT:
@@ -446,7 +468,10 @@ static int with_trace(struct ptd_fast *f, struct run *r)
 		return FALLBACK(f);
 	}
 	status = pt_qry_indirect_branch(f->qry, &f->ip);
-	if (status < 0 || (status & pts_ip_suppressed))
+	if (status < 0)
+		return status;
+	/* libipt's first visit says -pte_noip here, its cached path goes on */
+	if (status & pts_ip_suppressed)
 		return FALLBACK(f);
 	f->status = status;
 	f->next_run = -1;
@@ -459,8 +484,8 @@ static int proceed_no_event(struct ptd_fast *f, struct pt_block *b)
 	int32_t prev = f->next_run;
 	struct run *r = run_here(f);
 
-	if (!r || r->kind == RUN_BAD)
-		return FALLBACK(f);
+	if (!r)
+		return no_run(f);
 	link_from(f, prev, r);
 	add_run(b, r, r->ninsn, r->end_ip, r->iclass);
 	switch (r->kind) {
@@ -487,12 +512,13 @@ static int proceed_no_event(struct ptd_fast *f, struct pt_block *b)
 enum walk {
 	WALK_REACHED = 1,	/* the ip was reached */
 	WALK_ENDED = 0,		/* the block ended first (direct call or jump) */
-	WALK_TRACE = -1,	/* a branch needing trace was reached (it is in the block) */
+	WALK_TRACE = 2,		/* a branch needing trace was reached (it is in the block) */
 };
 
 /*
  * Proceed to `target` (to_ip) or, with to_ip false, to the next branch needing trace,
  * without trace. *last is the run whose last instruction was reached (WALK_TRACE).
+ * Or a libipt error (-pte_nomap), or PTD_FAST_FALLBACK.
  */
 static int walk(struct ptd_fast *f, struct pt_block *b, bool to_ip, uint64_t target,
 		struct run **last)
@@ -503,8 +529,8 @@ static int walk(struct ptd_fast *f, struct pt_block *b, bool to_ip, uint64_t tar
 	if (to_ip && f->ip == target)
 		return WALK_REACHED;
 	r = run_here(f);
-	if (!r || r->kind == RUN_BAD)
-		return FALLBACK(f);
+	if (!r)
+		return no_run(f);
 	link_from(f, prev, r);
 	if (to_ip && target > r->ip && target <= r->end_ip) {
 		/* inside the run: stop before the instruction at target, if one starts there */
@@ -614,7 +640,7 @@ static int proceed_event(struct ptd_fast *f, struct pt_block *b)
 		} else {
 			w = walk(f, b, true, ev->variant.disabled.ip, &last);
 		}
-		if (w == PTD_FAST_FALLBACK || w == WALK_ENDED)
+		if (w < 0 || w == WALK_ENDED)
 			return w;
 		if (w == WALK_TRACE)
 			disable_resume_ip(f, last);
@@ -623,11 +649,11 @@ static int proceed_event(struct ptd_fast *f, struct pt_block *b)
 	case ptev_async_branch:
 		w = walk(f, b, true, ev->type == ptev_async_branch ? ev->variant.async_branch.from
 				 : ev->variant.async_disabled.at, &last);
-		if (w == PTD_FAST_FALLBACK || w == WALK_ENDED)
+		if (w < 0 || w == WALK_ENDED)
 			return w;
-		/* a branch needing trace before the location: libipt's error, not ours */
+		/* a branch needing trace before the location: libipt's error too */
 		if (w == WALK_TRACE)
-			return FALLBACK(f);
+			return -pte_bad_query;
 		if (ev->type == ptev_async_disabled && skd022_may_apply(f))
 			return FALLBACK(f);
 		break;
@@ -647,7 +673,7 @@ static int proceed_event(struct ptd_fast *f, struct pt_block *b)
 		if (ev->ip_suppressed)
 			break;
 		w = walk(f, b, true, ip, &last);
-		if (w == PTD_FAST_FALLBACK)
+		if (w < 0)
 			return w;
 		if (w == WALK_TRACE) {
 			w = with_trace(f, last);
@@ -662,10 +688,10 @@ static int proceed_event(struct ptd_fast *f, struct pt_block *b)
 		if (ev->ip_suppressed)
 			break;
 		w = walk(f, b, true, ev->variant.tsx.ip, &last);
-		if (w == PTD_FAST_FALLBACK || w == WALK_ENDED)
+		if (w < 0 || w == WALK_ENDED)
 			return w;
 		if (w == WALK_TRACE)
-			return FALLBACK(f);	/* libipt's -pte_bad_query */
+			return -pte_bad_query;
 		break;
 	case ptev_exstop:
 	case ptev_mwait:
@@ -694,7 +720,7 @@ static int trailing_event(struct ptd_fast *f, bool after_block)
 			return blk_status(f, 0);
 		status = pt_qry_event(f->qry, ev, sizeof(*ev));
 		if (status < 0)
-			return FALLBACK(f);
+			return status;
 		f->process_event = true;
 		f->status = status;
 	}
@@ -758,6 +784,8 @@ int ptd_fast_next(struct ptd_fast *f, struct pt_block *b)
 {
 	int status;
 
+	if (f->refuse_every && !(++f->nexts % f->refuse_every))
+		return FALLBACK(f);
 	memset(b, 0, sizeof(*b));
 	b->ip = f->ip;
 	b->mode = f->mode;
@@ -765,23 +793,26 @@ int ptd_fast_next(struct ptd_fast *f, struct pt_block *b)
 	if (f->process_event)
 		return proceed_event(f, b);
 	if (!f->enabled)
-		return (f->status & pts_eos) ? -pte_eos : PTD_FAST_FALLBACK;
+		return (f->status & pts_eos) ? -pte_eos : -pte_no_enable;
 	status = proceed_no_event(f, b);
 	if (status < 0)
 		return status;
 	return trailing_event(f, true);
 }
 
+/* As pt_blk_event, with its checks and their errors. */
 int ptd_fast_event(struct ptd_fast *f, struct pt_event *out)
 {
 	struct pt_event *ev = &f->event;
 
 	if (!f->process_event)
-		return FALLBACK(f);
+		return -pte_bad_query;
 	switch (ev->type) {
 	case ptev_enabled:
-		if (ev->status_update || ev->ip_suppressed || f->enabled)
-			return FALLBACK(f);
+		if (ev->status_update || f->enabled)
+			return -pte_bad_context;
+		if (ev->ip_suppressed)
+			return -pte_noip;
 		if (ev->variant.enabled.ip == f->ip)
 			ev->variant.enabled.resumed = 1;
 		f->ip = ev->variant.enabled.ip;
@@ -790,26 +821,28 @@ int ptd_fast_event(struct ptd_fast *f, struct pt_event *out)
 		break;
 	case ptev_async_disabled:
 		if (f->ip != ev->variant.async_disabled.at)
-			return FALLBACK(f);
+			return -pte_bad_query;
 		/* fall through */
 	case ptev_disabled:
 		if (ev->status_update || !f->enabled)
-			return FALLBACK(f);
+			return -pte_bad_context;
 		f->enabled = false;
 		break;
 	case ptev_async_branch:
-		if (f->ip != ev->variant.async_branch.from || ev->status_update || !f->enabled)
-			return FALLBACK(f);
+		if (f->ip != ev->variant.async_branch.from)
+			return -pte_bad_query;
+		if (ev->status_update || !f->enabled)
+			return -pte_bad_context;
 		f->ip = ev->variant.async_branch.to;
 		f->next_run = -1;
 		break;
 	case ptev_async_paging:
 		if (!ev->ip_suppressed && f->ip != ev->variant.async_paging.ip)
-			return FALLBACK(f);
+			return -pte_bad_query;
 		break;
 	case ptev_async_vmcs:
 		if (!ev->ip_suppressed && f->ip != ev->variant.async_vmcs.ip)
-			return FALLBACK(f);
+			return -pte_bad_query;
 		break;
 	case ptev_paging:
 	case ptev_vmcs:
@@ -817,12 +850,12 @@ int ptd_fast_event(struct ptd_fast *f, struct pt_event *out)
 		break;
 	case ptev_tsx:
 		if (!ev->ip_suppressed && f->ip != ev->variant.tsx.ip)
-			return FALLBACK(f);
+			return -pte_bad_query;
 		f->speculative = ev->variant.tsx.speculative;
 		break;
 	case ptev_overflow:
 		if (ev->status_update)
-			return FALLBACK(f);
+			return -pte_bad_context;
 		f->enabled = !ev->ip_suppressed;
 		f->ip = ev->ip_suppressed ? 0 : ev->variant.overflow.ip;
 		f->speculative = false;
@@ -830,27 +863,30 @@ int ptd_fast_event(struct ptd_fast *f, struct pt_event *out)
 		break;
 	case ptev_exec_mode:
 		if (!ev->ip_suppressed && f->ip != ev->variant.exec_mode.ip)
-			return FALLBACK(f);
+			return -pte_bad_query;
 		if (ev->status_update && f->enabled && f->mode != ptem_unknown &&
 		    f->mode != ev->variant.exec_mode.mode)
-			return FALLBACK(f);
+			return -pte_bad_status_update;
 		f->mode = ev->variant.exec_mode.mode;
 		break;
 	case ptev_stop:
 		if (ev->status_update || f->enabled)
-			return FALLBACK(f);
+			return -pte_bad_context;
 		break;
 	case ptev_exstop:
+		if (!ev->ip_suppressed && f->enabled && f->ip != ev->variant.exstop.ip)
+			return -pte_bad_query;
+		break;
 	case ptev_mwait:
+		if (!ev->ip_suppressed && f->enabled && f->ip != ev->variant.mwait.ip)
+			return -pte_bad_query;
+		break;
 	case ptev_pwre:
 	case ptev_pwrx:
 	case ptev_ptwrite:
 	case ptev_tick:
 	case ptev_cbr:
 	case ptev_mnt:
-		if ((ev->type == ptev_exstop || ev->type == ptev_mwait) && f->enabled &&
-		    !ev->ip_suppressed)
-			return FALLBACK(f);
 		break;
 	default:
 		return FALLBACK(f);
@@ -948,6 +984,8 @@ struct ptd_fast *ptd_fast_new(const struct pt_config *cfg, struct ptd_images *im
 		return NULL;
 	}
 	f->cs_open = true;
+	if (getenv("PTBPF_FAST_REFUSE"))
+		f->refuse_every = strtoull(getenv("PTBPF_FAST_REFUSE"), NULL, 10);
 	cs_option(f->cs, CS_OPT_DETAIL, CS_OPT_ON);
 	return f;
 }

@@ -30,8 +30,11 @@ for d in "${PTBPF_TESTDATA:-}" "$top/../shared/testdata"; do
 	[ -n "$d" ] && [ -d "$d/hw-pt/kafl-libxdc-experiments" ] &&
 		{ KAFL=$(cd "$d/hw-pt/kafl-libxdc-experiments" && pwd); break; }
 done
+# every decode a test makes is first done both ways, fast path and block decoder, and
+# fails at the first difference (see --verify-fast in README.md); 0 turns that off
+: "${PTBPF_VERIFY_FAST:=1}"
 export BUILD PTBPF PYTHON TOP="$top" TESTDATA="$top/tests/data" KAFL \
-	FXTCHECK="$BUILD/tests/fxtcheck"
+	FXTCHECK="$BUILD/tests/fxtcheck" PTBPF_VERIFY_FAST
 [ -x "$FXTCHECK" ] || { echo "tests/run.sh: $FXTCHECK is missing: run make first" >&2; exit 2; }
 pattern=${TESTS:-}
 limit=${TEST_TIMEOUT:-600}

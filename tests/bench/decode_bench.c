@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "perfdata.h"
+#include "ptdecode.h"
 
 #define HASE "perf-intel-pt/hase-2018/skl-control_flow"
 #define HASE_FILE "control_flow-20180404T163033.perf"
@@ -354,6 +355,27 @@ static int set_trace(struct capture *cap, const uint8_t *pt, size_t size)
 	return capture__add_aux(cap, &aux, pt);
 }
 
+/*
+ * The fast path's figures on `data`, decoded in this process (-j 1, to `fxt`) after a
+ * --verify-fast pass: 0, 1 if the two ways differ, -1 if it could not decode.
+ */
+static int fast_figures(const char *data, const char *sysroot, const char *fxt,
+			struct decode_stats *st)
+{
+	struct decode_opts o = { .output = fxt, .format = DECODE_FXT, .sysroot = sysroot,
+				 .jobs = 1, .verify_fast = true };
+	struct capture *cap = NULL;
+	int err;
+
+	if (perfdata_read(data, &cap))
+		return -1;
+	err = ptdecode_capture(cap, &o, st);
+	capture__free(cap);
+	if (err == -EDOM)
+		return 1;
+	return err && err != -EIO ? -1 : 0;
+}
+
 static void measure(const char *name, const char *data, const char *sysroot, const uint8_t *pt,
 		    size_t size, const struct piece *pieces, unsigned nr)
 {
@@ -363,13 +385,16 @@ static void measure(const char *name, const char *data, const char *sysroot, con
 	char *pj_argv[] = { (char *)ptbpf, "decode", (char *)data, "-j", "2", "-o", fxt,
 			    sysroot ? "--sysroot" : NULL, (char *)sysroot, NULL };
 	struct run pj = {};
+	char *pn_argv[] = { (char *)ptbpf, "decode", (char *)data, "-j", "1", "-o", fxt,
+			    "--no-fast", sysroot ? "--sysroot" : NULL, (char *)sysroot, NULL };
 	char *pr_argv[] = { "perf", "script", "-f", "-i", (char *)data, "--itrace=cr",
 			    sysroot ? "--symfs" : NULL, (char *)sysroot, NULL };
 	char *ver_argv[] = { (char *)ptbpf, "--version", NULL };
-	struct run pe = {}, pr = {}, start = {};
+	struct run pe = {}, pr = {}, start = {}, pn = {};
+	struct decode_stats fst = {};
 	double mb = size / 1e6, ipt = 0, qry, pkt, own;
 	uint64_t insns = 0;
-	int i;
+	int i, verified;
 
 	snprintf(fxt, sizeof(fxt), "/tmp/ptbpf-bench-%d.fxt", getpid());
 	if (best_of(bench_runs(), pe_argv, &pe, pj_argv, &pj)) {
@@ -377,6 +402,9 @@ static void measure(const char *name, const char *data, const char *sysroot, con
 		unlink(fxt);
 		return;
 	}
+	if (best_of(bench_runs(), pn_argv, &pn, NULL, NULL))
+		pn.wall = 0;
+	verified = fast_figures(data, sysroot, fxt, &fst);
 	unlink(fxt);
 	/* the least of as many runs as ptbpf's: the share below compares the two */
 	for (i = 0; i < bench_runs(); i++) {
@@ -396,6 +424,10 @@ static void measure(const char *name, const char *data, const char *sysroot, con
 	printf("  %-36s %8.3f %8.3f %12.1f %12.1f   peak RSS %ld MiB\n",
 	       "ptbpf decode -j1 -o out.fxt", pe.wall, pe.cpu, mb / pe.wall, mb / pe.cpu,
 	       pe.rss_kb / 1024);
+	if (pn.wall > 0)
+		printf("  %-36s %8.3f %8.3f %12.1f %12.1f   peak RSS %ld MiB\n",
+		       "ptbpf decode -j1 --no-fast", pn.wall, pn.cpu, mb / pn.wall, mb / pn.cpu,
+		       pn.rss_kb / 1024);
 	if (pj.wall > 0)
 		printf("  %-36s %8.3f %8.3f %12.1f %12.1f   peak RSS %ld MiB\n",
 		       "ptbpf decode -j2 (one stream, split)", pj.wall, pj.cpu, mb / pj.wall,
@@ -443,9 +475,23 @@ static void measure(const char *name, const char *data, const char *sysroot, con
 		       pj.cpu / pe.cpu <= GOAL_SPLIT_COST ? "met" : "not met",
 		       2.0 * pe.cpu / pj.cpu, pe.rss_kb / 1024, pj.rss_kb / 1024);
 	}
-	printf("  tracelet cache: not built (no hit rate, no fallback share); a fast path on "
-	       "libipt's query layer would spend at least the query decoder's %.3f s here: "
-	       "at most %.1f MB/s per core\n", qry, qry > 0 ? mb / qry : 0.0);
+	if (pn.cpu > 0)
+		printf("  fast path: %.2fx the CPU speed of the block decoder path (--no-fast)\n",
+		       pn.cpu / pe.cpu);
+	if (verified >= 0)
+		printf("  fast path: %.1f %% of blocks (fallback share %.1f %%: %llu times the block "
+		       "decoder took over), run cache hit rate %.1f %% of %llu lookups, %llu "
+		       "flushes; --verify-fast: %s\n",
+		       fst.blocks ? 100.0 * (double)fst.fast_blocks / (double)fst.blocks : 0.0,
+		       fst.blocks ? 100.0 - 100.0 * (double)fst.fast_blocks / (double)fst.blocks
+				  : 0.0,
+		       (unsigned long long)fst.fast_fallbacks,
+		       fst.fast_lookups ? 100.0 * (double)fst.fast_hits / (double)fst.fast_lookups
+					: 0.0,
+		       (unsigned long long)fst.fast_lookups, (unsigned long long)fst.fast_flushes,
+		       verified ? "DIFFERENCES (see stderr)" : "no difference");
+	printf("  the fast path asks libipt's query decoder every query: its %.3f s alone here "
+	       "cap this design at %.1f MB/s per core\n", qry, qry > 0 ? mb / qry : 0.0);
 }
 
 /*
