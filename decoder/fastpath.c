@@ -33,8 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <capstone/capstone.h>
-
+#include "capstone_lazy.h"
 #include "fastpath.h"
 #include "log.h"
 #include "ptd.h"
@@ -80,6 +79,7 @@ struct ptd_fast {
 	struct pt_config cfg;
 	struct ptd_images *im;
 	int as;
+	const struct capstone_fns *csf;
 	csh cs;
 	bool cs_open;
 
@@ -253,6 +253,14 @@ static int32_t run_decode(struct ptd_fast *f, uint64_t ip)
 
 	if (!m)
 		return -1;
+	if (!f->cs_open) {
+		/* capstone is loaded by the first run decoded (not for a trace without code) */
+		f->csf = capstone_lazy();
+		if (!f->csf || f->csf->open(CS_ARCH_X86, CS_MODE_64, &f->cs) != CS_ERR_OK)
+			return -1;
+		f->cs_open = true;
+		f->csf->option(f->cs, CS_OPT_DETAIL, CS_OPT_ON);
+	}
 	if (f->nr_runs >= RUN_CACHE_RUNS || f->nr_lens + RUN_MAX_INSNS > LENS_POOL)
 		cache_flush(f);
 	idx = (int32_t)f->nr_runs;
@@ -264,7 +272,7 @@ static int32_t run_decode(struct ptd_fast *f, uint64_t ip)
 	r->lens = f->nr_lens;
 	r->link[0] = r->link[1] = -1;
 	r->kind = RUN_BAD;
-	ci = cs_malloc(f->cs);
+	ci = f->csf->malloc(f->cs);
 	if (!ci)
 		return -1;
 	for (;;) {
@@ -286,7 +294,7 @@ static int32_t run_decode(struct ptd_fast *f, uint64_t ip)
 			/* an instruction that may go past what was read: read again from it */
 			if (avail < 16 && at + avail < m->end && (size_t)got == sizeof(buf))
 				break;
-			if (!cs_disasm_iter(f->cs, &code, &avail, &addr, ci))
+			if (!f->csf->disasm_iter(f->cs, &code, &avail, &addr, ci))
 				goto out;	/* undecodable or cut by the section's end */
 			k = branch_kind(ci->bytes, ci->size, at, &iclass, &target, &push);
 			if (k == RUN_BAD || (k == RUN_EDGE && other_is_odd(ci)))
@@ -312,10 +320,10 @@ static int32_t run_decode(struct ptd_fast *f, uint64_t ip)
 			goto out;
 	}
 out:
-	cs_free(ci, 1);
+	f->csf->free(ci, 1);
 	return -1;
 done:
-	cs_free(ci, 1);
+	f->csf->free(ci, 1);
 	r->ninsn = n;
 	f->nr_lens += n;
 	f->nr_runs++;
@@ -978,15 +986,12 @@ struct ptd_fast *ptd_fast_new(const struct pt_config *cfg, struct ptd_images *im
 	f->runs = malloc(RUN_CACHE_RUNS * sizeof(*f->runs));
 	f->hash = calloc(RUN_HASH_SLOTS, sizeof(*f->hash));
 	f->lens = malloc(LENS_POOL);
-	if (!f->qry || !f->runs || !f->hash || !f->lens ||
-	    cs_open(CS_ARCH_X86, CS_MODE_64, &f->cs) != CS_ERR_OK) {
+	if (!f->qry || !f->runs || !f->hash || !f->lens) {
 		ptd_fast_free(f);
 		return NULL;
 	}
-	f->cs_open = true;
 	if (getenv("PTBPF_FAST_REFUSE"))
 		f->refuse_every = strtoull(getenv("PTBPF_FAST_REFUSE"), NULL, 10);
-	cs_option(f->cs, CS_OPT_DETAIL, CS_OPT_ON);
 	return f;
 }
 
@@ -995,7 +1000,7 @@ void ptd_fast_free(struct ptd_fast *f)
 	if (!f)
 		return;
 	if (f->cs_open)
-		cs_close(&f->cs);
+		f->csf->close(&f->cs);
 	pt_qry_free_decoder(f->qry);
 	free(f->runs);
 	free(f->hash);

@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sys/user.h>
@@ -7,6 +6,7 @@
 #include <capstone/capstone.h>
 
 #include "array.h"
+#include "capstone_lazy.h"
 #include "log.h"
 #include "ss_insn.h"
 
@@ -15,74 +15,31 @@ struct ss_dis {
 	cs_insn *insn;		/* scratch for cs_disasm_iter(): no allocation per call */
 };
 
-/*
- * Capstone is loaded when the first disassembler is made, not when ptbpf starts: its
- * 77,000 relocations cost every run ~10 ms of CPU, `ptbpf decode` included, which never
- * disassembles (elfutils loads libdebuginfod the same way). The soname is the header's.
- */
-#define CS_SONAME_STR(v) #v
-#define CS_SONAME(v) "libcapstone.so." CS_SONAME_STR(v)
-
-static struct {
-	__typeof__(cs_open) *open;
-	__typeof__(cs_option) *option;
-	__typeof__(cs_malloc) *malloc;
-	__typeof__(cs_free) *free;
-	__typeof__(cs_close) *close;
-	__typeof__(cs_strerror) *strerror;
-	__typeof__(cs_disasm_iter) *disasm_iter;
-	int err;		/* 0, or why capstone could not be loaded */
-} cs;
-static pthread_once_t cs_once = PTHREAD_ONCE_INIT;
-
-static void cs_load(void)
-{
-	void *h = dlopen(CS_SONAME(CS_API_MAJOR), RTLD_NOW | RTLD_LOCAL);
-
-	if (!h) {
-		elog("capstone: cannot load %s: %s: install libcapstone%d\n",
-		     CS_SONAME(CS_API_MAJOR), dlerror(), CS_API_MAJOR);
-		cs.err = -ENOENT;
-		return;
-	}
-	cs.open = (__typeof__(cs.open))dlsym(h, "cs_open");
-	cs.option = (__typeof__(cs.option))dlsym(h, "cs_option");
-	cs.malloc = (__typeof__(cs.malloc))dlsym(h, "cs_malloc");
-	cs.free = (__typeof__(cs.free))dlsym(h, "cs_free");
-	cs.close = (__typeof__(cs.close))dlsym(h, "cs_close");
-	cs.strerror = (__typeof__(cs.strerror))dlsym(h, "cs_strerror");
-	cs.disasm_iter = (__typeof__(cs.disasm_iter))dlsym(h, "cs_disasm_iter");
-	if (!cs.open || !cs.option || !cs.malloc || !cs.free || !cs.close || !cs.strerror ||
-	    !cs.disasm_iter) {
-		elog("capstone: %s lacks a function ptbpf uses: install libcapstone%d\n",
-		     CS_SONAME(CS_API_MAJOR), CS_API_MAJOR);
-		cs.err = -ENOENT;
-	}
-	/* never closed: the library lives as long as the process */
-}
+/* capstone's functions (include/capstone_lazy.h), loaded by the first disassembler */
+static const struct capstone_fns *csf;
 
 int ss_dis__new(struct ss_dis **out)
 {
 	struct ss_dis *d;
 	cs_err cerr;
 
-	pthread_once(&cs_once, cs_load);
-	if (cs.err)
-		return cs.err;
+	csf = capstone_lazy();
+	if (!csf)
+		return -ENOENT;
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
-	cerr = cs.open(CS_ARCH_X86, CS_MODE_64, &d->cs);
+	cerr = csf->open(CS_ARCH_X86, CS_MODE_64, &d->cs);
 	if (cerr != CS_ERR_OK) {
-		elog("capstone: cannot open an x86-64 disassembler: %s\n", cs.strerror(cerr));
+		elog("capstone: cannot open an x86-64 disassembler: %s\n", csf->strerror(cerr));
 		free(d);
 		return -EINVAL;
 	}
 	/* Details carry the groups and operand kinds the classes come from. */
-	cs.option(d->cs, CS_OPT_DETAIL, CS_OPT_ON);
-	d->insn = cs.malloc(d->cs);
+	csf->option(d->cs, CS_OPT_DETAIL, CS_OPT_ON);
+	d->insn = csf->malloc(d->cs);
 	if (!d->insn) {
-		cs.close(&d->cs);
+		csf->close(&d->cs);
 		free(d);
 		return -ENOMEM;
 	}
@@ -94,8 +51,8 @@ void ss_dis__free(struct ss_dis *d)
 {
 	if (!d)
 		return;
-	cs.free(d->insn, 1);
-	cs.close(&d->cs);
+	csf->free(d->insn, 1);
+	csf->close(&d->cs);
 	free(d);
 }
 
@@ -303,7 +260,7 @@ int ss_dis__decode(struct ss_dis *d, const uint8_t *bytes, size_t size, uint64_t
 
 	if (size > SS_INSN_MAX_LEN)
 		size = SS_INSN_MAX_LEN;
-	if (!cs.disasm_iter(d->cs, &code, &size, &addr, d->insn)) {
+	if (!csf->disasm_iter(d->cs, &code, &size, &addr, d->insn)) {
 		out->len = 0;
 		out->cls = SS_INSN_INVALID;
 		out->call_next = false;
