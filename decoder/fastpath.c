@@ -53,8 +53,8 @@ enum run_kind {
 /* The longest run cached; longer straight code goes to the block decoder. */
 #define RUN_MAX_INSNS 4096
 /* Runs cached per stream (the bound: the cache is emptied when it is full). */
-#define RUN_CACHE_RUNS (1u << 16)
-#define RUN_HASH_SLOTS (1u << 17)
+#define RUN_CACHE_RUNS (1u << 13)
+#define RUN_HASH_SLOTS (1u << 14)
 #define LENS_POOL (RUN_CACHE_RUNS * 16u)
 
 struct run {
