@@ -123,13 +123,25 @@ fi
 
 # an invalid drop-in: the old rule keeps running, the failure is counted
 cp "$RULES/50-slow.yaml" "$TMP/saved.yaml"
+# written as editors and config tools do, in several steps (create, write, chmod, touch):
+# the directory's events are one batch, so one reload attempt and one count
+: >"$RULES/60-bad.yaml"
+sleep 0.05
 printf 'rules:\n  - name: broken\n    trigger: {uprobe: "%s:no_such_function"}\n' "$SERVER" \
-	>"$RULES/60-bad.yaml"
+	>>"$RULES/60-bad.yaml"
+sleep 0.05
+chmod 0600 "$RULES/60-bad.yaml"
+sleep 0.05
+touch "$RULES/60-bad.yaml"
 wait_log '"event":"reload_failed"' 10 || fail "an invalid drop-in was not refused"
 grep -q '60-bad.yaml:3: rule broken: trigger' "$LOG" ||
 	fail "the reload error does not name the file and line"
 publish_wait
-[ "$(metric 'ptbpf_config_reloads_total{result="failure"}')" -ge 1 ] || fail "reload failure not counted"
+sleep 1	# a second batch, were the events not one, would have been counted by now
+publish_wait
+n=$(metric 'ptbpf_config_reloads_total{result="failure"}')
+[ "$n" = 1 ] || fail "one bad drop-in (4 changes) counted $n failed reloads, not 1"
+[ "$(grep -c '"event":"reload_failed"' "$LOG")" = 1 ] || fail "one bad drop-in: several reload attempts"
 [ "$(metric 'ptbpf_rules{state="armed"}')" = 1 ] || fail "the old rule is no longer armed"
 "$PTBPF" daemon status --state-dir "$STATE" >"$TMP/status" || fail "daemon status"
 grep -q 'rule slow-handle: armed' "$TMP/status" || { cat "$TMP/status"; fail "status"; }
