@@ -143,7 +143,64 @@ chown nobody "$RULES/20-x.yaml"
 "$PTBPF" daemon --config "$CFG" --state-dir "$STATE" 2>"$LOG"
 [ $? = 2 ] || fail "the daemon started with a drop-in owned by nobody"
 grep -q "20-x.yaml: refused" "$LOG" || fail "the refusal is not logged"
-echo "StrictModes: every refusal names the path and the fix"
+chown root "$RULES/20-x.yaml"
+# ... and every directory above them up to /, as sshd's secure_filename()
+ETC=$TMP/etc
+chmod 0777 "$ETC"
+refused "directory above the file writable by others" \
+	"$CFG: refused: the directory $ETC above the configuration file is writable by others \(mode 0777\).*fix: chmod go-w $ETC"
+chmod 0775 "$ETC"
+refused "directory above the file writable by its group" "the directory $ETC above .* writable by its group"
+chmod 0755 "$ETC"
+chown nobody "$ETC"
+refused "directory above the file not root's" "the directory $ETC above .* owned by uid [0-9]+, not root.*fix: chown root $ETC"
+chown root "$ETC"
+# rules.d through a symbolic link: the directories of its real path count
+mkdir -m 0777 "$TMP/w"
+mv "$RULES" "$TMP/w/rules.d"
+ln -s "$TMP/w/rules.d" "$RULES"
+refused "drop-in directory below a world-writable one" \
+	"$RULES: refused: the directory $TMP/w above the drop-in directory is writable by others"
+# a sticky directory owned by root (as /tmp) is fine: only root may rename root's entries
+chmod 1777 "$TMP/w"
+check "$CFG"
+[ "$RC" = 0 ] || { cat "$TMP/check.out"; fail "a root-owned sticky directory above rules.d refused"; }
+chown nobody "$TMP/w"
+refused "sticky directory not root's" "the directory $TMP/w above the drop-in directory is owned by uid"
+chown root "$TMP/w"
+chmod 0755 "$TMP/w"
+# the link itself in a writable directory: it could be pointed elsewhere
+rm "$RULES"
+mv "$TMP/w/rules.d" "$RULES"
+mkdir -m 0777 "$TMP/lnk"
+ln -s "$CFG" "$TMP/lnk/ptbpf.yaml"
+CFG0=$CFG CFG=$TMP/lnk/ptbpf.yaml
+refused "configuration named through a world-writable directory" \
+	"the directory $TMP/lnk above the configuration file is writable by others"
+CFG=$CFG0
+check "$CFG"
+[ "$RC" = 0 ] || { cat "$TMP/check.out"; fail "fixed directories still refused"; }
+
+# on reload: refused, logged, the old rules keep running
+base_config "rules:
+  - name: ok
+    match: {binary: $SERVER}
+    trigger: {uprobe: \"$SERVER:handle\"}
+    capture: {backend: events-only}"
+rm -f "$RULES/20-x.yaml"
+: >"$LOG"
+start_daemon
+chmod 0777 "$ETC"
+kill -HUP "$DPID"
+wait_log '"event":"reload_failed"' 10 || fail "a world-writable directory above the file: reloaded"
+grep -q "the directory $ETC above the configuration file is writable by others" "$LOG" ||
+	fail "the refusal on reload is not logged"
+chmod 0755 "$ETC"
+kill -0 "$DPID" || fail "the daemon died on a refused reload"
+publish_wait
+[ "$(metric 'ptbpf_rules{state="armed"}')" = 1 ] || fail "the old rule is no longer armed"
+stop_daemon
+echo "StrictModes: every refusal names the path and the fix (files, drop-in directory, the directories above)"
 
 # the same parser serves `ptbpf captures --config` (and decode s3://): one error line, the
 # daemon's; a user's own copy (not root's) is read; without upload: it says what is missing

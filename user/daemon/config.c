@@ -340,6 +340,72 @@ static int strict_modes(const char *path, const char *what)
 	return check_owner(path, &st, what);
 }
 
+/*
+ * The directories above a root-only file must be root's too, as sshd's secure_filename()
+ * checks: whoever can write to one of them can rename the file (or a directory below) away
+ * and put their own in its place, whatever the file's own mode. One exception, unlike
+ * sshd: a directory with the sticky bit owned by root (/tmp, 1777) is accepted, since
+ * in it only an entry's owner (here root) may rename or remove that entry.
+ */
+static int check_dirs_above(char *p, const char *file, const char *what)
+{
+	struct stat st;
+	char *slash;
+
+	while ((slash = strrchr(p, '/'))) {
+		if (slash == p)
+			slash[1] = '\0';
+		else
+			*slash = '\0';
+		if (stat(p, &st) < 0) {
+			int err = -errno;
+
+			elog("%s: cannot check the directory %s above the %s: %s\n", file, p, what,
+			     strerror(errno));
+			return err;
+		}
+		if (st.st_uid != 0) {
+			elog("%s: refused: the directory %s above the %s is owned by uid %u, not "
+			     "root: a non-root user could put their own in its place (fix: chown root %s)\n",
+			     file, p, what, (unsigned)st.st_uid, p);
+			return -EPERM;
+		}
+		if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
+			elog("%s: refused: the directory %s above the %s is writable by %s (mode "
+			     "%04o): a non-root user could put their own in its place (fix: chmod go-w %s)\n",
+			     file, p, what, st.st_mode & S_IWOTH ? "others" : "its group",
+			     st.st_mode & 07777, p);
+			return -EPERM;
+		}
+		if (!strcmp(p, "/"))
+			break;
+	}
+	return 0;
+}
+
+/*
+ * Every directory above path up to /: those of its real path (symbolic links resolved,
+ * as sshd does) and, for an absolute path, those it is named through (a link in a
+ * writable directory could be pointed elsewhere).
+ */
+static int strict_parents(const char *path, const char *what)
+{
+	char p[PATH_MAX];
+	int err;
+
+	if (!realpath(path, p)) {
+		err = -errno;
+		elog("%s: cannot resolve the %s's path: %s\n", path, what, strerror(errno));
+		return err;
+	}
+	err = check_dirs_above(p, path, what);
+	if (err || path[0] != '/')
+		return err;
+	if (snprintf(p, sizeof(p), "%s", path) >= (int)sizeof(p))
+		return -ENAMETOOLONG;
+	return check_dirs_above(p, path, what);
+}
+
 /* ---- conversions ---- */
 
 static char *xstrdup(const char *s)
@@ -735,6 +801,9 @@ static int load_file(struct config *c, const char *path, enum config_file_kind k
 
 	if (daemon_file) {
 		err = strict_modes(path, main_file ? "configuration file" : "drop-in rule file");
+		/* a drop-in's directories are the drop-in directory's, checked once */
+		if (!err && main_file)
+			err = strict_parents(path, "configuration file");
 		if (err)
 			return err;
 	}
@@ -967,6 +1036,8 @@ int config_load(const char *path, const char *rules_dir, struct config **out)
 			goto out;
 		}
 		err = check_owner(dir, &st, "drop-in directory");
+		if (!err)
+			err = strict_parents(dir, "drop-in directory");
 		if (err) {
 			ret = ret ?: err;
 			goto out;
