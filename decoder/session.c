@@ -127,6 +127,27 @@ static void config_from_capture(struct session *ss)
 		       (pt->tsc_bit && config && !(config & pt->tsc_bit));
 }
 
+int ptdecode_first_time(const struct capture *cap, uint64_t *ns)
+{
+	struct session ss = { .cap = cap };
+	uint64_t first = UINT64_MAX, t;
+	size_t i;
+
+	config_from_capture(&ss);
+	if (ss.timeless)
+		return -ENODATA;
+	/* each buffer of a queue from its first PSB: a continuation's start is mid-packet */
+	for (i = 0; i < cap->nr_aux; i++)
+		if (cap->aux[i].size && cap->aux[i].data &&
+		    !ptd_first_time(cap->aux[i].data, cap->aux[i].size, &ss.config, &ss.clock,
+				    &t) && t < first)
+			first = t;
+	if (first == UINT64_MAX)
+		return -ENODATA;
+	*ns = first;
+	return 0;
+}
+
 /* ---------------------------------------------------------------- sideband */
 
 static int add_extra(struct session *ss, enum ptd_kind kind, uint64_t time, uint32_t pid,

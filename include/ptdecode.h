@@ -79,6 +79,12 @@ struct decode_stats {
 					 * fails with it and the caller names the file */
 };
 
+/*
+ * When a capture's trace begins (ns, the capture's perf clock): the earliest TSC after a
+ * PSB of its AUX buffers, without decoding them. -ENODATA when the trace holds no time.
+ */
+int ptdecode_first_time(const struct capture *cap, uint64_t *ns);
+
 /* Decode a capture; output per `opts`. */
 int ptdecode_capture(const struct capture *cap, const struct decode_opts *opts,
 		     struct decode_stats *stats);

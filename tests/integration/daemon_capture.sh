@@ -51,6 +51,13 @@ for k, t in {"kind": str, "latency_ns": int, "pid": int, "tid": int, "comm": str
     assert isinstance(m["trigger"].get(k), t), f"trigger.{k}: {m['trigger'].get(k)!r}"
 for k in ("begin", "end"):
     assert isinstance(m["window_ns"][k], int), f"window_ns.{k}"
+w = m["window_ns"]
+# the capture's window (first trace time to the fire) holds the slow call it caught,
+# not just the sideband records around the snapshot (a few microseconds)
+assert 0 < w["begin"] <= w["end"], w
+assert w["end"] - w["begin"] >= m["trigger"]["latency_ns"], (w, m["trigger"]["latency_ns"])
+print("window: %.1f ms, the slow call %.1f ms" % ((w["end"] - w["begin"]) / 1e6,
+                                                  m["trigger"]["latency_ns"] / 1e6))
 assert m["version"] == 1 and m["rule"] == "slow-handle"
 assert m["labels"] == {"dc": "test1", "team": "storage"}, m["labels"]
 t = m["trigger"]

@@ -815,10 +815,19 @@ static struct json_object *manifest_new(struct daemon *d, struct rule_rt *rt,
 	add_str(t, "sym", sym);
 	add_str(t, "desc", tr && tr->desc ? tr->desc : "");
 	json_object_object_add(m, "trigger", t);
-	if (cap->host.first_sample_time) {
+	/*
+	 * The capture's window: from the first time in the trace to the fire (the trigger's
+	 * time), not the sideband's few records around the snapshot. Without time in the
+	 * trace (events-only, a timeless trace), the records' span.
+	 */
+	if (ptdecode_first_time(cap, &begin))
+		begin = 0;
+	if (tr && tr->time && tr->time >= begin)
+		end = tr->time;
+	if (!begin && cap->host.first_sample_time)
 		begin = cap->host.first_sample_time;
+	if (!end && cap->host.last_sample_time)
 		end = cap->host.last_sample_time;
-	}
 	for (i = 0; i < cap->nr_records && !begin; i++)
 		if (cap->records[i].sample.valid && cap->records[i].sample.time)
 			begin = cap->records[i].sample.time;
