@@ -98,7 +98,8 @@ struct rule_rt {
 	bool pt;			/* a pt capture rule: its fires snapshot d->pt */
 	bool kernel_budget;		/* cooldown and hourly budget are enforced in BPF */
 	bool in_plane;			/* events-only, pt or unavailable: its trigger is in d->plane */
-	int plane_index;		/* its slot there (rec->index), -1 if none */
+	int plane_index;		/* its slot there (rec->index), -1 if none; a capture rule
+					 * has one while its budget is spent (spent_arm()) */
 	struct rule_rt *successor;	/* a reload changed it: the rule that replaced it (same
 					 * name), which takes its counters when it is disarmed */
 	pid_t child;			/* capture child, 0 if none */
@@ -575,6 +576,12 @@ static int on_event(void *ctx, const struct trigger_rec *rec)
 		pt_fire(d, rt, rec);
 		return 0;
 	}
+	if (rt->capture) {
+		/* its budget is spent (spent_arm()): the child has ended, the fire is counted */
+		suppress(rt, SUPPRESS_BUDGET);
+		d->dirty = true;
+		return 0;
+	}
 	why = budget_check(d, rt, rec->ktime_ns);
 	if (why != NR_SUPPRESS) {
 		suppress(rt, why);
@@ -643,20 +650,29 @@ static const char *self_exe(void)
 	return "/proc/self/exe";
 }
 
+/* The captures a capture rule may still take in its windows (the child's --max-snapshots). */
+static uint64_t capture_budget_left(const struct rule_rt *rt)
+{
+	const struct rule *r = &rt->r;
+	uint64_t max = 100000;	/* the CLI's --max-snapshots limit: no budget */
+
+	if (r->max_per_hour)
+		max = r->max_per_hour - (rt->hour_count < r->max_per_hour ? rt->hour_count : r->max_per_hour);
+	if (r->max_per_day && r->max_per_day - rt->day_count < max)
+		max = rt->day_count < r->max_per_day ? r->max_per_day - rt->day_count : 0;
+	return max;
+}
+
 /* The capture command line of a rule: its trigger, on its pid, perf.data only. */
 static int spawn_capture(struct daemon *d, struct rule_rt *rt, const char *backend)
 {
 	const struct rule *r = &rt->r;
 	char *argv[64], pid[16], keep[PATH_MAX + 32], out[PATH_MAX + 16], maxs[24], cool[32];
 	char bufsz[32], logp[PATH_MAX + 16];
-	uint64_t max = 100000;	/* the CLI's --max-snapshots limit: no budget */
+	uint64_t max = capture_budget_left(rt);
 	int argc = 0, i, fd;
 	pid_t child;
 
-	if (r->max_per_hour)
-		max = r->max_per_hour - (rt->hour_count < r->max_per_hour ? rt->hour_count : r->max_per_hour);
-	if (r->max_per_day && r->max_per_day - rt->day_count < max)
-		max = rt->day_count < r->max_per_day ? r->max_per_day - rt->day_count : 0;
 	if (!max)
 		return 0;	/* the budget is spent: the tick spawns it again in the next window */
 	snprintf(pid, sizeof(pid), "%u", r->pid);
@@ -1377,6 +1393,40 @@ static void plane_disarm(struct daemon *d, struct rule_rt *rt)
 	d->plane_removed++;
 }
 
+/*
+ * A capture rule whose child ended with its budget spent: its trigger goes into the plane
+ * as a slot that only counts (on_event(): a fire, suppressed `budget`), the target being
+ * no longer stepped, until the tick respawns the child in the next window (spent_disarm()
+ * first: a stepped target must not hit the plane's probe too).
+ */
+static void spent_arm(struct daemon *d, struct rule_rt *rt)
+{
+	enum rule_state state = rt->state;
+	char why[sizeof(rt->why)];
+
+	if (rt->plane_index >= 0)
+		return;
+	memcpy(why, rt->why, sizeof(why));
+	if (plane_arm(d, rt, NULL)) {
+		dlog_event("warning", rt->r.name, "budget_spent", NULL, "fires are not counted "
+			   "until the next window: %s", rt->why);
+		rt->state = state;
+		memcpy(rt->why, why, sizeof(why));
+		return;
+	}
+	snprintf(rt->why, sizeof(rt->why), "budget spent (max_per_hour %" PRIu64 ", max_per_day "
+		 "%" PRIu64 "): fires are counted as suppressed until the next window",
+		 rt->r.max_per_hour, rt->r.max_per_day);
+}
+
+static void spent_disarm(struct daemon *d, struct rule_rt *rt)
+{
+	if (rt->plane_index < 0)
+		return;
+	plane_disarm(d, rt);
+	rt->why[0] = '\0';
+}
+
 /* A changed rule's counters go on under its name, in the rule that replaced it. */
 static void carry_counters(struct rule_rt *rt)
 {
@@ -1488,7 +1538,7 @@ static void disarm_rule(struct daemon *d, struct rule_rt *rt)
 	for (pc = d->decoding; pc; pc = pc->next)
 		if (pc->rt == rt)
 			pc->rt = NULL;
-	if (rt->in_plane)
+	if (rt->in_plane || rt->plane_index >= 0)
 		plane_disarm(d, rt);
 	if (rt->wd >= 0)
 		inotify_rm_watch(d->ifd, rt->wd);
@@ -2016,6 +2066,7 @@ static void on_child_exit(struct daemon *d)
 				/* its --max-snapshots (the budget) reached: the tick restarts it */
 				dlog_event("info", rt->r.name, "capture_ended", NULL, "the capture "
 					   "ended: its budget is spent until the next window");
+				spent_arm(d, rt);
 			} else {
 				/* not restarted (no loop of failing children): a reload re-arms */
 				rt->state = RULE_FAILED;
@@ -2039,8 +2090,11 @@ static void tick(struct daemon *d)
 
 		roll_windows(d, rt, now_s);
 		/* a capture whose budget ran out starts again in its next window */
-		if (rt->capture && !rt->child && rt->state == RULE_ARMED && pid_alive(rt->r.pid))
+		if (rt->capture && !rt->child && rt->state == RULE_ARMED && pid_alive(rt->r.pid) &&
+		    capture_budget_left(rt)) {
+			spent_disarm(d, rt);
 			spawn_capture(d, rt, "singlestep");
+		}
 	}
 	if (d->watchdog_usec)
 		sd_notify(0, "WATCHDOG=1");
