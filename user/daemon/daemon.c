@@ -1641,12 +1641,14 @@ static void apply_config(struct daemon *d, struct config *c)
 			continue;
 		for (i = 0; i < c->nr_rules && !handover; i++)
 			handover = pred[i] == d->rules[j] && d->rules[j]->in_plane;
-		if (!handover)
-			disarm_old(d, j);
+		if (handover)
+			continue;
+		/* no handover from a rule about to be freed */
+		for (i = 0; i < c->nr_rules; i++)
+			if (pred[i] == d->rules[j])
+				pred[i] = NULL;
+		disarm_old(d, j);
 	}
-	for (i = 0; i < c->nr_rules; i++)
-		if (pred[i] && !pred[i]->in_plane)
-			pred[i] = NULL;
 	old_rules = d->rules;
 	nr_old = d->nr_rules;
 	if (d->cfg)
