@@ -178,9 +178,15 @@ print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$PTBPF" decode "
 	set -- --raw-pt "$TMP/mruby-long" $(kafl_images "$KAFL/mruby" data) -o "$TMP/long.fxt"
 	rss1=$(peak_rss "$@" -j 1) || fail "mruby 8 MiB: decode -j 1"
 	rss2=$(peak_rss "$@" -j 2) || fail "mruby 8 MiB: decode -j 2"
-	[ "$rss2" -le $((rss1 + 16384)) ] ||
-		fail "mruby 8 MiB: -j 2 peaked at $((rss2 / 1024)) MiB, -j 1 at $((rss1 / 1024)) MiB"
 	echo "mruby 8 MiB: peak RSS $((rss1 / 1024)) MiB at -j 1, $((rss2 / 1024)) MiB at -j 2"
+	# under ASan freed memory waits in its quarantine instead of being reused: the
+	# peak measures the allocations made, not those held, so the bound is not checked
+	if ldd "$PTBPF" | grep -q libasan; then
+		echo "mruby 8 MiB: memory bound not checked (ASan build)"
+	else
+		[ "$rss2" -le $((rss1 + 16384)) ] ||
+			fail "mruby 8 MiB: -j 2 peaked at $((rss2 / 1024)) MiB, -j 1 at $((rss1 / 1024)) MiB"
+	fi
 fi
 [ "$joined" -gt 50 ] || fail "only $joined seams: the streams did not split"
 [ "$windows" -gt 10 ] || fail "only $windows split decodes: the window was not checked"
