@@ -55,12 +55,15 @@ PTBPF_CFLAGS = -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field
 # Recursive (=): evaluated only when linking, so a host without pkg-config still
 # reaches the dependency check of `make demo` / `make test`.
 PKG_CONFIG ?= pkg-config
-PTBPF_PKGS := libbpf libelf libdw zlib libzstd json-c capstone libcyaml yaml-0.1 \
-	      libmicrohttpd libsystemd libcrypto libcurl libdebuginfod
+# Only what decoding needs is linked. The libraries of the other commands (capstone,
+# libcurl, libcrypto, libmicrohttpd, libsystemd, libcyaml, libyaml, libdebuginfod: 25 ms
+# of every start, linked) are loaded on first use (include/lazylib.h); their headers are
+# still needed to build (deps/packages). --as-needed on the ptbpf binary: a library none
+# of its code calls costs every run its loading and relocations.
+PTBPF_PKGS := libbpf libelf zlib libzstd json-c
 PTBPF_LDLIBS = $(shell $(PKG_CONFIG) --libs $(PTBPF_PKGS)) -lipt -liberty -lpthread -lm
-# The ptbpf binary links with --as-needed: a library none of its code calls (capstone,
-# which user/singlestep/ss_insn.c loads when it first disassembles) costs every run its
-# relocations at start-up.
+# test tools that disassemble by themselves link capstone
+LDLIBS_CAPSTONE = $(shell $(PKG_CONFIG) --libs capstone)
 LDLIBS_CMOCKA = $(shell $(PKG_CONFIG) --libs cmocka)
 
 # Rooms: each folder is compiled with its own include path, so that a header used

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * Capstone, loaded when first asked for (decoder/capstone_lazy.c), not when ptbpf
- * starts: its 77,000 relocations cost every run ~10 ms of CPU. The singlestep backend
- * and the decoder's fast path use it through these pointers.
+ * Capstone, loaded when first asked for (decoder/capstone_lazy.c, include/lazylib.h),
+ * not when ptbpf starts: its 77,000 relocations cost every run ~10 ms of CPU. The
+ * singlestep backend and the decoder's fast path use it through these pointers.
  */
 #ifndef PTBPF_CAPSTONE_LAZY_H
 #define PTBPF_CAPSTONE_LAZY_H

@@ -18,8 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <microhttpd.h>
-
+#include "daemon_libs.h"
 #include "log.h"
 #include "open_ui.h"
 #include "privs.h"
@@ -46,10 +45,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (strcmp(method, "GET") || strcmp(url, ctx->url_path)) {
 		static const char nf[] = "not found\n";
 
-		resp = MHD_create_response_from_buffer(sizeof(nf) - 1, (void *)nf,
+		resp = sym_MHD_create_response_from_buffer(sizeof(nf) - 1, (void *)nf,
 						       MHD_RESPMEM_PERSISTENT);
-		ret = MHD_queue_response(conn, MHD_HTTP_NOT_FOUND, resp);
-		MHD_destroy_response(resp);
+		ret = sym_MHD_queue_response(conn, MHD_HTTP_NOT_FOUND, resp);
+		sym_MHD_destroy_response(resp);
 		return ret;
 	}
 	fd = open(ctx->path, O_RDONLY | O_CLOEXEC);
@@ -58,17 +57,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			close(fd);
 		return MHD_NO;
 	}
-	resp = MHD_create_response_from_fd64((uint64_t)st.st_size, fd);
+	resp = sym_MHD_create_response_from_fd64((uint64_t)st.st_size, fd);
 	if (!resp) {
 		close(fd);
 		return MHD_NO;
 	}
-	MHD_add_response_header(resp, "Access-Control-Allow-Origin", PERFETTO_UI);
-	MHD_add_response_header(resp, "Cache-Control", "no-cache");
-	MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
+	sym_MHD_add_response_header(resp, "Access-Control-Allow-Origin", PERFETTO_UI);
+	sym_MHD_add_response_header(resp, "Cache-Control", "no-cache");
+	sym_MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
 	*req_cls = ctx;		/* marks a request for the file, for on_completed */
-	ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
-	MHD_destroy_response(resp);
+	ret = sym_MHD_queue_response(conn, MHD_HTTP_OK, resp);
+	sym_MHD_destroy_response(resp);
 	return ret;
 }
 
@@ -119,10 +118,13 @@ int perfetto_open(const char *path, unsigned port)
 	struct MHD_Daemon *d;
 	char url[1024];
 
+	if (lazylib_load(&lib_microhttpd))
+		return -ENOENT;
 	snprintf(ctx.url_path, sizeof(ctx.url_path), "/%s", name);
-	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, (uint16_t)port,
-			     NULL, NULL, on_request, &ctx, MHD_OPTION_SOCK_ADDR, &addr,
-			     MHD_OPTION_NOTIFY_COMPLETED, on_completed, &ctx, MHD_OPTION_END);
+	d = sym_MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG,
+				 (uint16_t)port, NULL, NULL, on_request, &ctx,
+				 MHD_OPTION_SOCK_ADDR, &addr, MHD_OPTION_NOTIFY_COMPLETED,
+				 on_completed, &ctx, MHD_OPTION_END);
 	if (!d) {
 		elog("cannot serve the trace on 127.0.0.1:%u (in use? Perfetto's UI takes "
 		     "traces from 127.0.0.1:9001 only; --open=PORT for another)\n", port);
@@ -140,7 +142,7 @@ int perfetto_open(const char *path, unsigned port)
 		while (waitpid(-1, NULL, WNOHANG) > 0)
 			;
 	}
-	MHD_stop_daemon(d);
+	sym_MHD_stop_daemon(d);
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
 	return ctx.served ? 0 : -EINTR;

@@ -19,7 +19,7 @@ $(OUTPUT)/kernels/kread.skel.h: $(OUTPUT)/kernels/kread.bpf.o
 $(KCORE_CHECK): tests/kernels/kcore_check.c $(OUTPUT)/kernels/kread.skel.h $(USER_LIB) $(DECODER_LIB)
 	$(call msg,BINARY,$@)
 	$(Q)$(call compile,-Iuser/pt -I$(OUTPUT)/kernels) $< $(USER_LIB) $(DECODER_LIB) \
-		$(LDFLAGS) $(PTBPF_LDLIBS) -o $@
+		$(LDFLAGS) $(PTBPF_LDLIBS) $(LDLIBS_CAPSTONE) -o $@
 
 .PHONY: test-kernels deps-kernels
 deps-kernels:

@@ -15,11 +15,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cyaml/cyaml.h>
 
 #include "array.h"
 #include "cli.h"
 #include "config.h"
+#include "daemon_libs.h"
 #include "log.h"
 #include "spool.h"
 #include "triggers.h"
@@ -788,7 +788,7 @@ static int load_file(struct config *c, const char *path, enum config_file_kind k
 	cyaml_config_t cfg = {
 		.log_fn = config_cyaml_log,
 		.log_ctx = &lc,
-		.mem_fn = cyaml_mem,
+		.mem_fn = NULL,		/* sym_cyaml_mem, once loaded */
 		.log_level = CYAML_LOG_ERROR,
 		.flags = CYAML_CFG_DEFAULT,
 	};
@@ -799,6 +799,9 @@ static int load_file(struct config *c, const char *path, enum config_file_kind k
 	unsigned i;
 	int err;
 
+	if (lazylib_load(&lib_cyaml) || lazylib_load(&lib_yaml))
+		return -ENOENT;
+	cfg.mem_fn = sym_cyaml_mem;
 	if (daemon_file) {
 		err = strict_modes(path, main_file ? "configuration file" : "drop-in rule file");
 		/* a drop-in's directories are the drop-in directory's, checked once */
@@ -815,7 +818,7 @@ static int load_file(struct config *c, const char *path, enum config_file_kind k
 	if (!lc.file)
 		return -ENOMEM;
 	c->nr_files++;
-	ce = cyaml_load_file(path, &cfg, schema, (cyaml_data_t **)&y, NULL);
+	ce = sym_cyaml_load_file(path, &cfg, schema, (cyaml_data_t **)&y, NULL);
 	if (ce != CYAML_OK && !strncmp(lc.cyaml_msg, "Unexpected key: ", 16)) {
 		/* libcyaml's line is where the mapping stood: the key's own is in the tree */
 		struct ynode *tree = ytree_load(path);
@@ -832,10 +835,10 @@ static int load_file(struct config *c, const char *path, enum config_file_kind k
 			cfg_err(&lc, 0, "cannot open: %s", strerror(errno));
 		else if (!main_file && global_key)
 			cfg_err(&lc, lc.cyaml_line, "%s (a drop-in file holds rules: only)",
-				lc.cyaml_msg[0] ? lc.cyaml_msg : cyaml_strerror(ce));
+				lc.cyaml_msg[0] ? lc.cyaml_msg : sym_cyaml_strerror(ce));
 		else
 			cfg_err(&lc, lc.cyaml_line, "%s",
-				lc.cyaml_msg[0] ? lc.cyaml_msg : cyaml_strerror(ce));
+				lc.cyaml_msg[0] ? lc.cyaml_msg : sym_cyaml_strerror(ce));
 		return -EINVAL;
 	}
 	lc.tree = ytree_load(path);
@@ -961,7 +964,7 @@ static int load_file(struct config *c, const char *path, enum config_file_kind k
 		}
 	}
 out:
-	cyaml_free(&cfg, schema, y, 0);
+	sym_cyaml_free(&cfg, schema, y, 0);
 	ytree_free(lc.tree);
 	if (!err && lc.errors)
 		err = -EINVAL;

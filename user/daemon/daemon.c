@@ -49,13 +49,13 @@
 
 #include <bpf/bpf.h>
 #include <json-c/json.h>
-#include <systemd/sd-daemon.h>
 
 #include "array.h"
 #include "backend.h"
 #include "commands.h"
 #include "config.h"
 #include "daemon.h"
+#include "daemon_libs.h"
 #include "decode_worker.h"
 #include "log.h"
 #include "metrics.h"
@@ -1704,7 +1704,7 @@ static void reload(struct daemon *d, const char *why)
 	struct config *c;
 	int err;
 
-	sd_notify(0, "RELOADING=1");
+	sym_sd_notify(0, "RELOADING=1");
 	err = config_load(d->config_path, d->rules_dir, &c);
 	if (err) {
 		d->reloads_failed++;
@@ -1722,7 +1722,7 @@ static void reload(struct daemon *d, const char *why)
 		dlog_event("info", NULL, "reloaded", NULL, "reload (%s): %u rules", why, d->nr_rules);
 	}
 	watch_config(d);
-	sd_notify(0, "READY=1");
+	sym_sd_notify(0, "READY=1");
 }
 
 /* ---- metrics, state ---- */
@@ -2020,7 +2020,7 @@ static void publish(struct daemon *d)
 	}
 	snprintf(status, sizeof(status), "STATUS=%u/%u rules armed, %" PRIu64 " fires, %" PRIu64
 		 " captures", armed, d->nr_rules, fires, captures);
-	sd_notify(0, status);
+	sym_sd_notify(0, status);
 	d->dirty = false;
 }
 
@@ -2099,7 +2099,7 @@ static void tick(struct daemon *d)
 		}
 	}
 	if (d->watchdog_usec)
-		sd_notify(0, "WATCHDOG=1");
+		sym_sd_notify(0, "WATCHDOG=1");
 	/* uploads progress on their own threads: their metrics are news too */
 	if (d->uploader && uploader__generation(d->uploader) != d->upload_generation) {
 		d->upload_generation = uploader__generation(d->uploader);
@@ -2419,6 +2419,9 @@ static int run_daemon(struct daemon *d)
 	if (geteuid() != 0)
 		dlog_event("warning", NULL, "start", NULL, "not running as root: attaching probes "
 			   "needs CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE");
+	/* sd_notify() from the start: a missing library fails here, said, not at a reload */
+	if (lazylib_load(&lib_systemd))
+		return 1;
 	err = config_load(d->config_path, d->rules_dir, &c);
 	if (err) {
 		dlog_event("error", NULL, "config_invalid", NULL, "%s: invalid configuration "
@@ -2491,14 +2494,14 @@ static int run_daemon(struct daemon *d)
 			uploader__free(u);
 	}
 	d->ready = true;
-	sd_watchdog_enabled(0, &d->watchdog_usec);
+	sym_sd_watchdog_enabled(0, &d->watchdog_usec);
 	publish(d);
-	sd_notify(0, "READY=1");
+	sym_sd_notify(0, "READY=1");
 	dlog_event("info", NULL, "ready", NULL, "ready: %u rules, spool %s", d->nr_rules,
 		   spool__dir(d->spool));
 	err = run_loop(d);
 	ret = err ? 1 : 0;
-	sd_notify(0, "STOPPING=1");
+	sym_sd_notify(0, "STOPPING=1");
 	dlog_event("info", NULL, "stopping", NULL, "stopping: disarming %u rules", d->nr_rules);
 out:
 	/* stop every capture child first (each lets its target go), then wait for all */

@@ -10,8 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <microhttpd.h>
-
+#include "daemon_libs.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -29,12 +28,12 @@ static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const
 	struct MHD_Response *r;
 	enum MHD_Result ret;
 
-	r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+	r = sym_MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
 	if (!r)
 		return MHD_NO;
-	MHD_add_response_header(r, "Content-Type", type);
-	ret = MHD_queue_response(conn, status, r);
-	MHD_destroy_response(r);
+	sym_MHD_add_response_header(r, "Content-Type", type);
+	ret = sym_MHD_queue_response(conn, status, r);
+	sym_MHD_destroy_response(r);
 	return ret;
 }
 
@@ -87,14 +86,16 @@ int metrics_server__start(const char *listen, struct metrics_server **out)
 		return -EINVAL;
 	}
 	sa.sin_port = htons(port);
+	if (lazylib_load(&lib_microhttpd))
+		return -ENOENT;
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
 	pthread_mutex_init(&m->lock, NULL);
-	m->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, port, NULL,
-				  NULL, handle, m, MHD_OPTION_SOCK_ADDR, &sa,
-				  MHD_OPTION_CONNECTION_LIMIT, 16, MHD_OPTION_CONNECTION_TIMEOUT,
-				  10, MHD_OPTION_END);
+	m->mhd = sym_MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, port,
+				      NULL, NULL, handle, m, MHD_OPTION_SOCK_ADDR, &sa,
+				      MHD_OPTION_CONNECTION_LIMIT, 16, MHD_OPTION_CONNECTION_TIMEOUT,
+				      10, MHD_OPTION_END);
 	if (!m->mhd) {
 		int err = errno ? -errno : -EADDRINUSE;
 
@@ -130,7 +131,7 @@ void metrics_server__stop(struct metrics_server *m)
 {
 	if (!m)
 		return;
-	MHD_stop_daemon(m->mhd);
+	sym_MHD_stop_daemon(m->mhd);
 	pthread_mutex_destroy(&m->lock);
 	free(m->text);
 	free(m);

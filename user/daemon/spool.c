@@ -12,10 +12,10 @@
 #include <unistd.h>
 
 #include <json-c/json.h>
-#include <openssl/evp.h>
 #include <zstd.h>
 
 #include "log.h"
+#include "s3_libs.h"
 #include "spool.h"
 
 #define ZST_EXT ".perf.data.zst"
@@ -244,14 +244,14 @@ static int compress_file(const char *src, const char *tmp, char sha_hex[65], uin
 	bool last = false;
 
 	*bytes = 0;
-	err = open_pair(src, tmp, &in, &out);
+	err = lazylib_load(&lib_crypto) ?: open_pair(src, tmp, &in, &out);
 	if (err)
 		return err;
 	cc = ZSTD_createCCtx();
-	sha = EVP_MD_CTX_new();
+	sha = sym_EVP_MD_CTX_new();
 	in_buf = malloc(in_cap);
 	out_buf = malloc(out_cap);
-	if (!cc || !sha || !in_buf || !out_buf || !EVP_DigestInit_ex(sha, EVP_sha256(), NULL)) {
+	if (!cc || !sha || !in_buf || !out_buf || !sym_EVP_DigestInit_ex(sha, sym_EVP_sha256(), NULL)) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -278,11 +278,11 @@ static int compress_file(const char *src, const char *tmp, char sha_hex[65], uin
 			err = write_all(out, out_buf, ob.pos);
 			if (err)
 				goto out;
-			EVP_DigestUpdate(sha, out_buf, ob.pos);
+			sym_EVP_DigestUpdate(sha, out_buf, ob.pos);
 			*bytes += ob.pos;
 		} while (last ? left != 0 : ib.pos < ib.size);
 	}
-	EVP_DigestFinal_ex(sha, md, &md_len);
+	sym_EVP_DigestFinal_ex(sha, md, &md_len);
 	hex(md, md_len, sha_hex);
 	err = commit_tmp(out, tmp, tmp);	/* renamed by the caller */
 	out = -1;
@@ -292,7 +292,7 @@ out:
 	if (out >= 0)
 		close(out);
 	ZSTD_freeCCtx(cc);
-	EVP_MD_CTX_free(sha);
+	sym_EVP_MD_CTX_free(sha);
 	free(in_buf);
 	free(out_buf);
 	return err;

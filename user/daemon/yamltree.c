@@ -4,8 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <yaml.h>
-
+#include "daemon_libs.h"
 #include "yamltree.h"
 
 static void node_clear(struct ynode *n)
@@ -62,20 +61,20 @@ static int parse_node(yaml_parser_t *p, yaml_event_t *ev, struct ynode *n)
 			char *key = NULL;
 			struct ynode *c;
 
-			if (!yaml_parser_parse(p, &e))
+			if (!sym_yaml_parser_parse(p, &e))
 				return -EINVAL;
 			if (e.type == YAML_SEQUENCE_END_EVENT || e.type == YAML_MAPPING_END_EVENT) {
-				yaml_event_delete(&e);
+				sym_yaml_event_delete(&e);
 				return 0;
 			}
 			if (n->type == YNODE_MAP) {
 				if (e.type != YAML_SCALAR_EVENT) {
-					yaml_event_delete(&e);
+					sym_yaml_event_delete(&e);
 					return -EINVAL;
 				}
 				key = strndup((const char *)e.data.scalar.value, e.data.scalar.length);
-				yaml_event_delete(&e);
-				if (!key || !yaml_parser_parse(p, &e)) {
+				sym_yaml_event_delete(&e);
+				if (!key || !sym_yaml_parser_parse(p, &e)) {
 					free(key);
 					return key ? -EINVAL : -ENOMEM;
 				}
@@ -83,12 +82,12 @@ static int parse_node(yaml_parser_t *p, yaml_event_t *ev, struct ynode *n)
 			c = add_child(n);
 			if (!c) {
 				free(key);
-				yaml_event_delete(&e);
+				sym_yaml_event_delete(&e);
 				return -ENOMEM;
 			}
 			c->key = key;
 			err = parse_node(p, &e, c);
-			yaml_event_delete(&e);
+			sym_yaml_event_delete(&e);
 			if (err)
 				return err;
 		}
@@ -105,38 +104,40 @@ struct ynode *ytree_load(const char *path)
 	FILE *f;
 	int err = -EINVAL;
 
+	if (lazylib_load(&lib_yaml))
+		return NULL;
 	f = fopen(path, "r");
 	if (!f)
 		return NULL;
-	if (!yaml_parser_initialize(&p)) {
+	if (!sym_yaml_parser_initialize(&p)) {
 		fclose(f);
 		return NULL;
 	}
-	yaml_parser_set_input_file(&p, f);
+	sym_yaml_parser_set_input_file(&p, f);
 	root = calloc(1, sizeof(*root));
 	if (!root)
 		goto out;
 	root->type = YNODE_MAP;	/* an empty document is an empty map */
 	for (;;) {
-		if (!yaml_parser_parse(&p, &e))
+		if (!sym_yaml_parser_parse(&p, &e))
 			goto out;
 		if (e.type == YAML_STREAM_END_EVENT || e.type == YAML_DOCUMENT_END_EVENT) {
-			yaml_event_delete(&e);
+			sym_yaml_event_delete(&e);
 			err = 0;
 			break;
 		}
 		if (e.type == YAML_MAPPING_START_EVENT || e.type == YAML_SEQUENCE_START_EVENT ||
 		    e.type == YAML_SCALAR_EVENT) {
 			err = parse_node(&p, &e, root);
-			yaml_event_delete(&e);
+			sym_yaml_event_delete(&e);
 			if (err)
 				goto out;
 			continue;
 		}
-		yaml_event_delete(&e);
+		sym_yaml_event_delete(&e);
 	}
 out:
-	yaml_parser_delete(&p);
+	sym_yaml_parser_delete(&p);
 	fclose(f);
 	if (err) {
 		ytree_free(root);

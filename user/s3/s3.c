@@ -14,12 +14,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
-#include <openssl/evp.h>
-
 #include "array.h"
 #include "log.h"
 #include "s3.h"
+#include "s3_libs.h"
 
 #define MAX_URL 4096
 
@@ -60,7 +58,7 @@ static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 
 static void curl_init_once(void)
 {
-	curl_global_init(CURL_GLOBAL_DEFAULT);
+	sym_curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
 int s3_client__new(const struct s3_config *cfg, struct s3_client **out)
@@ -71,6 +69,8 @@ int s3_client__new(const struct s3_config *cfg, struct s3_client **out)
 	*out = NULL;
 	if (!cfg->endpoint || !cfg->bucket)
 		return -EINVAL;
+	if (lazylib_load(&lib_curl) || lazylib_load(&lib_crypto))
+		return -ENOENT;
 	pthread_once(&curl_once, curl_init_once);
 	c = calloc(1, sizeof(*c));
 	if (!c)
@@ -78,7 +78,7 @@ int s3_client__new(const struct s3_config *cfg, struct s3_client **out)
 	c->endpoint = strdup(cfg->endpoint);
 	c->region = strdup(cfg->region ? cfg->region : "us-east-1");
 	c->bucket = strdup(cfg->bucket);
-	c->curl = curl_easy_init();
+	c->curl = sym_curl_easy_init();
 	if (!c->endpoint || !c->region || !c->bucket || !c->curl) {
 		s3_client__free(c);
 		return -ENOMEM;
@@ -104,7 +104,7 @@ void s3_client__free(struct s3_client *c)
 	if (!c)
 		return;
 	if (c->curl)
-		curl_easy_cleanup(c->curl);
+		sym_curl_easy_cleanup(c->curl);
 	free(c->endpoint);
 	free(c->region);
 	free(c->bucket);
@@ -353,47 +353,47 @@ static int curl_errno(CURLcode rc)
 static void setup_handle(struct s3_client *c, CURL *h, const char *method, const char *url,
 			 struct curl_slist *hdrs, struct body *body, struct response *resp)
 {
-	curl_easy_reset(h);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_AWS_SIGV4, c->sigv4);
-	curl_easy_setopt(h, CURLOPT_USERNAME, c->creds.access_key);
-	curl_easy_setopt(h, CURLOPT_PASSWORD, c->creds.secret_key);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
+	sym_curl_easy_reset(h);
+	sym_curl_easy_setopt(h, CURLOPT_URL, url);
+	sym_curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	sym_curl_easy_setopt(h, CURLOPT_AWS_SIGV4, c->sigv4);
+	sym_curl_easy_setopt(h, CURLOPT_USERNAME, c->creds.access_key);
+	sym_curl_easy_setopt(h, CURLOPT_PASSWORD, c->creds.secret_key);
+	sym_curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	sym_curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
 	/* a stalled transfer (server gone mid-body) is an error after 30 s */
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 30L);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_response);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, resp);
-	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, header_response);
-	curl_easy_setopt(h, CURLOPT_HEADERDATA, resp);
-	curl_easy_setopt(h, CURLOPT_PRIVATE, resp);
+	sym_curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	sym_curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 30L);
+	sym_curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_response);
+	sym_curl_easy_setopt(h, CURLOPT_WRITEDATA, resp);
+	sym_curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, header_response);
+	sym_curl_easy_setopt(h, CURLOPT_HEADERDATA, resp);
+	sym_curl_easy_setopt(h, CURLOPT_PRIVATE, resp);
 	if (c->cancel) {
-		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, xfer_progress);
-		curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
-		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+		sym_curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, xfer_progress);
+		sym_curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
+		sym_curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
 	}
 	if (!strcmp(method, "PUT")) {
-		curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
-		curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)(body ? body->len : 0));
+		sym_curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+		sym_curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)(body ? body->len : 0));
 	} else if (!strcmp(method, "POST")) {
-		curl_easy_setopt(h, CURLOPT_POST, 1L);
-		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? body->len : 0));
+		sym_curl_easy_setopt(h, CURLOPT_POST, 1L);
+		sym_curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? body->len : 0));
 		if (!body)
-			curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
+			sym_curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
 	} else if (!strcmp(method, "HEAD")) {
-		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+		sym_curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
 	} else if (strcmp(method, "GET")) {
-		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+		sym_curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
 	}
 	if (body) {
 		body->pos = 0;
 		body->rl = c->ratelimit;
-		curl_easy_setopt(h, CURLOPT_READFUNCTION, read_body);
-		curl_easy_setopt(h, CURLOPT_READDATA, body);
-		curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, seek_body);
-		curl_easy_setopt(h, CURLOPT_SEEKDATA, body);
+		sym_curl_easy_setopt(h, CURLOPT_READFUNCTION, read_body);
+		sym_curl_easy_setopt(h, CURLOPT_READDATA, body);
+		sym_curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, seek_body);
+		sym_curl_easy_setopt(h, CURLOPT_SEEKDATA, body);
 	}
 	resp->len = 0;
 	if (resp->data)
@@ -414,13 +414,13 @@ static int attempt_result(struct s3_client *c, CURL *h, CURLcode rc, struct resp
 
 	*retry_ms = 0;
 	if (rc == CURLE_OK)
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+		sym_curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 	c->err.attempts = attempt;
 	c->err.curl_code = rc;
 	c->err.http_status = status;
 	c->err.code[0] = c->err.message[0] = '\0';
 	if (rc != CURLE_OK)
-		snprintf(c->err.message, sizeof(c->err.message), "%s", curl_easy_strerror(rc));
+		snprintf(c->err.message, sizeof(c->err.message), "%s", sym_curl_easy_strerror(rc));
 	if (rc == CURLE_OK && status >= 200 && status < 300)
 		return 0;
 	if (rc == CURLE_OK && !resp->sink) {
@@ -457,15 +457,15 @@ static int request(struct s3_client *c, const char *method, const char *key,
 		return err;
 	snprintf(hdr_sha, sizeof(hdr_sha), "x-amz-content-sha256: %s",
 		 sha256 ? sha256 : S3_EMPTY_SHA256);
-	tmp = curl_slist_append(hdrs, hdr_sha);
+	tmp = sym_curl_slist_append(hdrs, hdr_sha);
 	if (!tmp)
 		return -ENOMEM;
 	hdrs = tmp;
 	if (content_type) {
 		snprintf(hdr_ct, sizeof(hdr_ct), "Content-Type: %s", content_type);
-		tmp = curl_slist_append(hdrs, hdr_ct);
+		tmp = sym_curl_slist_append(hdrs, hdr_ct);
 		if (!tmp) {
-			curl_slist_free_all(hdrs);
+			sym_curl_slist_free_all(hdrs);
 			return -ENOMEM;
 		}
 		hdrs = tmp;
@@ -486,7 +486,7 @@ static int request(struct s3_client *c, const char *method, const char *key,
 			resp->sink_bytes = 0;
 		}
 
-		rc = curl_easy_perform(h);
+		rc = sym_curl_easy_perform(h);
 		err = attempt_result(c, h, rc, resp, attempt, &ms);
 		if (!err || !ms)
 			break;
@@ -494,12 +494,12 @@ static int request(struct s3_client *c, const char *method, const char *key,
 			struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
 
 			dlog("s3: %s %s: %s; retry %d in %u ms\n", method, key ? key : "",
-			     rc ? curl_easy_strerror(rc) : "server error", attempt, ms);
+			     rc ? sym_curl_easy_strerror(rc) : "server error", attempt, ms);
 			while (nanosleep(&ts, &ts) && errno == EINTR)
 				;
 		}
 	}
-	curl_slist_free_all(hdrs);
+	sym_curl_slist_free_all(hdrs);
 	return err;
 }
 
@@ -572,8 +572,8 @@ int s3__put_mem(struct s3_client *c, const char *key, const void *data, size_t l
 	struct response r = {};
 	int err;
 
-	s3_sha256_hex(data, len, sha);
-	err = request(c, "PUT", key, NULL, 0, &b, sha, content_type, &r);
+	err = s3_sha256_hex(data, len, sha) ?:
+	      request(c, "PUT", key, NULL, 0, &b, sha, content_type, &r);
 	response_free(&r);
 	return err;
 }
@@ -644,8 +644,8 @@ int s3__multipart_complete(struct s3_client *c, const char *key, const char *upl
 	len += snprintf(xml + len, cap - len, "</CompleteMultipartUpload>");
 	b.mem = (const uint8_t *)xml;
 	b.len = len;
-	s3_sha256_hex(xml, len, sha);
-	err = request(c, "POST", key, q, 1, &b, sha, "application/xml", &r);
+	err = s3_sha256_hex(xml, len, sha) ?:
+	      request(c, "POST", key, q, 1, &b, sha, "application/xml", &r);
 	/* S3 may answer 200 and put the error in the body */
 	if (!err && r.data && strstr(r.data, "<Error>")) {
 		xml_copy(r.data, "Code", c->err.code, sizeof(c->err.code));
@@ -837,17 +837,17 @@ int s3__get_many(struct s3_client *c, const char *const *keys, size_t n, int max
 		return 0;
 	nr_slots = max_in_flight < 1 ? 1 : (size_t)max_in_flight > n ? (int)n : max_in_flight;
 	slots = calloc(nr_slots, sizeof(*slots));
-	m = curl_multi_init();
-	hdrs = curl_slist_append(NULL, "x-amz-content-sha256: " S3_EMPTY_SHA256);
+	m = sym_curl_multi_init();
+	hdrs = sym_curl_slist_append(NULL, "x-amz-content-sha256: " S3_EMPTY_SHA256);
 	if (!slots || !m || !hdrs) {
 		err = -ENOMEM;
 		goto out;
 	}
 	/* the connections are kept between requests: one per slot, no more */
-	curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)nr_slots);
+	sym_curl_multi_setopt(m, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)nr_slots);
 	for (i = 0; i < nr_slots; i++) {
 		slots[i].idx = SIZE_MAX;
-		slots[i].h = curl_easy_init();
+		slots[i].h = sym_curl_easy_init();
 		if (!slots[i].h) {
 			err = -ENOMEM;
 			goto out;
@@ -881,7 +881,7 @@ int s3__get_many(struct s3_client *c, const char *const *keys, size_t n, int max
 			}
 			sl->attempt++;
 			setup_handle(c, sl->h, "GET", sl->url, hdrs, NULL, &sl->resp);
-			if (curl_multi_add_handle(m, sl->h) != CURLM_OK) {
+			if (sym_curl_multi_add_handle(m, sl->h) != CURLM_OK) {
 				err = -ENOMEM;
 				break;
 			}
@@ -889,11 +889,11 @@ int s3__get_many(struct s3_client *c, const char *const *keys, size_t n, int max
 		}
 		if (err)
 			break;
-		if (curl_multi_perform(m, &running) != CURLM_OK) {
+		if (sym_curl_multi_perform(m, &running) != CURLM_OK) {
 			err = -EIO;
 			break;
 		}
-		while (!err && (msg = curl_multi_info_read(m, &left))) {
+		while (!err && (msg = sym_curl_multi_info_read(m, &left))) {
 			struct get_slot *sl = NULL;
 			unsigned retry_ms;
 			int e;
@@ -905,13 +905,13 @@ int s3__get_many(struct s3_client *c, const char *const *keys, size_t n, int max
 					sl = &slots[i];
 			if (!sl)
 				continue;
-			curl_multi_remove_handle(m, sl->h);
+			sym_curl_multi_remove_handle(m, sl->h);
 			sl->in_multi = false;
 			e = attempt_result(c, sl->h, msg->data.result, &sl->resp, sl->attempt,
 					   &retry_ms);
 			if (e && retry_ms) {
 				dlog("s3: GET %s: %s; retry %d in %u ms\n", keys[sl->idx],
-				     msg->data.result ? curl_easy_strerror(msg->data.result) :
+				     msg->data.result ? sym_curl_easy_strerror(msg->data.result) :
 				     "server error", sl->attempt, retry_ms);
 				sl->not_before_ms = mono_ms() + retry_ms;
 				wait_ms = 0;
@@ -929,21 +929,21 @@ int s3__get_many(struct s3_client *c, const char *const *keys, size_t n, int max
 			err = -ECANCELED;
 			break;
 		}
-		if (wait_ms && curl_multi_poll(m, NULL, 0, (int)wait_ms, NULL) != CURLM_OK)
+		if (wait_ms && sym_curl_multi_poll(m, NULL, 0, (int)wait_ms, NULL) != CURLM_OK)
 			err = -EIO;
 	}
 out:
 	for (i = 0; slots && i < nr_slots; i++) {
 		if (slots[i].in_multi)
-			curl_multi_remove_handle(m, slots[i].h);
+			sym_curl_multi_remove_handle(m, slots[i].h);
 		if (slots[i].h)
-			curl_easy_cleanup(slots[i].h);
+			sym_curl_easy_cleanup(slots[i].h);
 		response_free(&slots[i].resp);
 	}
 	free(slots);
 	if (m)
-		curl_multi_cleanup(m);
-	curl_slist_free_all(hdrs);
+		sym_curl_multi_cleanup(m);
+	sym_curl_slist_free_all(hdrs);
 	return err;
 }
 

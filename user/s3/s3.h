@@ -150,6 +150,6 @@ void s3_ratelimit__take(struct s3_ratelimit *rl, uint64_t bytes);
 /* SHA-256 and MD5 of bytes [off, off+len) of fd in one pass. */
 int s3_digest_fd(int fd, uint64_t off, uint64_t len, char sha256_hex[S3_SHA256_HEX_LEN + 1],
 		 uint8_t md5[S3_MD5_LEN]);
-void s3_sha256_hex(const void *data, size_t len, char hex[S3_SHA256_HEX_LEN + 1]);
+int s3_sha256_hex(const void *data, size_t len, char hex[S3_SHA256_HEX_LEN + 1]);
 
 #endif /* PTBPF_S3_H */

@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include <curl/curl.h>
-#include <openssl/evp.h>
 
 #include "s3.h"
+#include "s3_libs.h"
 
 static bool unreserved(unsigned char ch)
 {
@@ -351,29 +351,39 @@ static void to_hex(const uint8_t *in, size_t n, char *out)
 	out[2 * n] = '\0';
 }
 
-void s3_sha256_hex(const void *data, size_t len, char hex[S3_SHA256_HEX_LEN + 1])
+int s3_sha256_hex(const void *data, size_t len, char hex[S3_SHA256_HEX_LEN + 1])
 {
 	uint8_t md[32];
 	unsigned mdlen = 0;
+	int err = lazylib_load(&lib_crypto);
 
-	EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL);
+	if (err)
+		return err;
+	sym_EVP_Digest(data, len, md, &mdlen, sym_EVP_sha256(), NULL);
 	to_hex(md, 32, hex);
+	return 0;
 }
 
 int s3_digest_fd(int fd, uint64_t off, uint64_t len, char sha256_hex[S3_SHA256_HEX_LEN + 1],
 		 uint8_t md5[S3_MD5_LEN])
 {
-	EVP_MD_CTX *sha = EVP_MD_CTX_new(), *m5 = EVP_MD_CTX_new();
+	EVP_MD_CTX *sha = NULL, *m5 = NULL;
 	size_t bufsize = 1 << 20;
-	uint8_t *buf = malloc(bufsize), md[32];
+	uint8_t *buf = NULL, md[32];
 	unsigned mdlen;
-	int err = 0;
+	int err = lazylib_load(&lib_crypto);
 
+	if (err)
+		return err;
+	sha = sym_EVP_MD_CTX_new();
+	m5 = sym_EVP_MD_CTX_new();
+	buf = malloc(bufsize);
 	if (!sha || !m5 || !buf) {
 		err = -ENOMEM;
 		goto out;
 	}
-	if (!EVP_DigestInit_ex(sha, EVP_sha256(), NULL) || !EVP_DigestInit_ex(m5, EVP_md5(), NULL)) {
+	if (!sym_EVP_DigestInit_ex(sha, sym_EVP_sha256(), NULL) ||
+	    !sym_EVP_DigestInit_ex(m5, sym_EVP_md5(), NULL)) {
 		err = -EIO;
 		goto out;
 	}
@@ -390,19 +400,19 @@ int s3_digest_fd(int fd, uint64_t off, uint64_t len, char sha256_hex[S3_SHA256_H
 			err = -ENODATA;	/* the file shrank under us */
 			goto out;
 		}
-		EVP_DigestUpdate(sha, buf, n);
-		EVP_DigestUpdate(m5, buf, n);
+		sym_EVP_DigestUpdate(sha, buf, n);
+		sym_EVP_DigestUpdate(m5, buf, n);
 		off += n;
 		len -= n;
 	}
-	EVP_DigestFinal_ex(sha, md, &mdlen);
+	sym_EVP_DigestFinal_ex(sha, md, &mdlen);
 	to_hex(md, 32, sha256_hex);
-	EVP_DigestFinal_ex(m5, md, &mdlen);
+	sym_EVP_DigestFinal_ex(m5, md, &mdlen);
 	if (md5)
 		memcpy(md5, md, S3_MD5_LEN);
 out:
 	free(buf);
-	EVP_MD_CTX_free(sha);
-	EVP_MD_CTX_free(m5);
+	sym_EVP_MD_CTX_free(sha);
+	sym_EVP_MD_CTX_free(m5);
 	return err;
 }
