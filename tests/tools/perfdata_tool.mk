@@ -7,5 +7,5 @@ all: $(PERFDATA_TOOL)
 $(PERFDATA_TOOL): tests/tools/perfdata_tool.c $(DECODER_LIB) $(USER_LIB)
 	$(call msg,BINARY,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(call compile,-Iperfdata -Idecoder -Iuser/pt) $< $(USER_LIB) $(DECODER_LIB) $(LDFLAGS) $(PTBPF_LDLIBS) \
-		$(LDLIBS_CAPSTONE) -o $@
+	$(Q)$(call compile,-Iperfdata -Idecoder -Iuser/pt) $< $(USER_LIB) $(DECODER_LIB) $(LDFLAGS) \
+		$(PTBPF_LDLIBS) $(LDLIBS_CAPSTONE) -o $@
