@@ -1271,6 +1271,20 @@ static void stream_step(struct ptd_stream *s)
 	s->status = status;
 }
 
+/*
+ * A stream that is done decodes no more: its decoders go (the fast decoder's warm cache
+ * to the next stream's: the next piece of a split stream), its state stays (the join).
+ */
+static void stream_release(struct ptd_stream *s)
+{
+	ptd_fast_stats_add(s);
+	ptd_fast_free(s->fast);
+	s->fast = NULL;
+	s->on_fast = false;
+	pt_blk_free_decoder(s->dec);
+	s->dec = NULL;
+}
+
 /* Decodes until `out` holds about PTD_CHUNK_EVENTS events or the trace ends (piece.h). */
 size_t ptd_stream_fill(struct ptd_stream *s, struct ptd_event *out)
 {
@@ -1278,10 +1292,12 @@ size_t ptd_stream_fill(struct ptd_stream *s, struct ptd_event *out)
 	s->nr_out = 0;
 	while (s->state != ST_DONE && s->nr_out < PTD_CHUNK_EVENTS)
 		stream_step(s);
-	if (s->state == ST_DONE)
+	if (s->state == ST_DONE) {
 		s->pos = s->stop ? s->stop : s->o.size;
-	else
+		stream_release(s);
+	} else {
 		s->pos = trace_offset(s);
+	}
 	s->out = NULL;
 	return s->nr_out;
 }

@@ -29,6 +29,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,10 +75,43 @@ struct run {
 				 * next instruction, position-independent code) */
 };
 
+/*
+ * The runs of one decode, shared by all its fast decoders (every stream, every piece of a
+ * split stream; through ptd_images): a run depends only on its address space and ip, so
+ * a run one decoder decoded with capstone, another copies into its own cache. Without
+ * it, each piece of a split stream decoded its runs anew (a third of -j 2's CPU on
+ * mruby). Insert-only and lock-free: a slot, once set, holds the same run until the
+ * decode ends; bounded (runs and instruction bytes), past the bound runs stay local.
+ */
+#define STORE_SLOTS (1u << 16)
+#define STORE_RUNS (STORE_SLOTS / 2)
+#define STORE_LENS ((size_t)8 << 20)
+
+struct stored_run {
+	struct run r;		/* lens and link unused */
+	uint8_t lens[];		/* r.ninsn instruction lengths */
+};
+
+/*
+ * Fast decoders of streams that ended, kept for the next stream's (ptd_fast_new()): a
+ * split stream's pieces start warm with the runs of the pieces before, and no piece pays
+ * for its cache's memory again. Guarded by the images' lock.
+ */
+#define FAST_POOL 8
+
+struct ptd_run_store {
+	_Atomic(struct stored_run *) slot[STORE_SLOTS];
+	atomic_uint nr;
+	atomic_size_t lens;
+	struct ptd_fast *pool[FAST_POOL];
+	unsigned nr_pool;
+};
+
 struct ptd_fast {
 	struct pt_query_decoder *qry;
 	struct pt_config cfg;
 	struct ptd_images *im;
+	struct ptd_run_store *store;	/* the decode's runs (im->run_store), NULL: none */
 	int as;
 	const struct capstone_fns *csf;
 	csh cs;
@@ -120,11 +154,12 @@ static int fallback_at(const struct ptd_fast *f, const char *fn, int line)
 
 /* ---------------------------------------------------------------- runs */
 
-static uint32_t hash_ip(uint64_t ip, int as)
+/* The first slot of (ip, as) in a table of `slots` (a power of two up to 2^24). */
+static uint32_t hash_ip(uint64_t ip, int as, uint32_t slots)
 {
 	uint64_t h = (ip ^ ((uint64_t)(uint32_t)as << 47)) * 0x9e3779b97f4a7c15ull;
 
-	return (uint32_t)(h >> 40) & (RUN_HASH_SLOTS - 1);
+	return (uint32_t)(h >> 40) & (slots - 1);
 }
 
 static void cache_flush(struct ptd_fast *f)
@@ -240,6 +275,100 @@ static bool other_is_odd(const cs_insn *ci)
 	return false;
 }
 
+/* A new run at `ip` in the cache (emptied first when full); run_commit() makes it found. */
+static struct run *run_new(struct ptd_fast *f, uint64_t ip, int isid)
+{
+	struct run *r;
+
+	if (f->nr_runs >= RUN_CACHE_RUNS || f->nr_lens + RUN_MAX_INSNS > LENS_POOL)
+		cache_flush(f);
+	r = &f->runs[f->nr_runs];
+	memset(r, 0, sizeof(*r));
+	r->ip = ip;
+	r->as = f->as;
+	r->isid = isid;
+	r->lens = f->nr_lens;
+	r->link[0] = r->link[1] = -1;
+	r->kind = RUN_BAD;
+	return r;
+}
+
+/* Run `r` of run_new(), its lengths in the pool, goes into the cache; its index. */
+static int32_t run_commit(struct ptd_fast *f, struct run *r)
+{
+	int32_t idx = (int32_t)(r - f->runs);
+	uint32_t h = hash_ip(r->ip, r->as, RUN_HASH_SLOTS);
+
+	f->nr_lens += r->ninsn;
+	f->nr_runs++;
+	while (f->hash[h])
+		h = (h + 1) & (RUN_HASH_SLOTS - 1);
+	f->hash[h] = idx + 1;
+	return idx;
+}
+
+/* The decode's run at (ip, as), or NULL. */
+static const struct stored_run *store_get(struct ptd_run_store *st, uint64_t ip, int as)
+{
+	const struct stored_run *sr;
+	uint32_t h;
+
+	if (!st)
+		return NULL;
+	for (h = hash_ip(ip, as, STORE_SLOTS);
+	     (sr = atomic_load_explicit(&st->slot[h], memory_order_acquire));
+	     h = (h + 1) & (STORE_SLOTS - 1))
+		if (sr->r.ip == ip && sr->r.as == as)
+			return sr;
+	return NULL;
+}
+
+/* Run `r` (decoded, `lens` its lengths) for the decode's other decoders; within bounds. */
+static void store_put(struct ptd_run_store *st, const struct run *r, const uint8_t *lens)
+{
+	struct stored_run *sr, *seen;
+	uint32_t h;
+
+	if (!st || atomic_fetch_add_explicit(&st->nr, 1, memory_order_relaxed) >= STORE_RUNS ||
+	    atomic_fetch_add_explicit(&st->lens, r->ninsn, memory_order_relaxed) + r->ninsn >
+		    STORE_LENS)
+		return;
+	sr = malloc(sizeof(*sr) + r->ninsn);
+	if (!sr)
+		return;
+	sr->r = *r;
+	memcpy(sr->lens, lens, r->ninsn);
+	for (h = hash_ip(r->ip, r->as, STORE_SLOTS);; h = (h + 1) & (STORE_SLOTS - 1)) {
+		seen = NULL;
+		if (atomic_compare_exchange_strong_explicit(&st->slot[h], &seen, sr,
+							    memory_order_release,
+							    memory_order_acquire))
+			return;
+		if (seen->r.ip == r->ip && seen->r.as == r->as)
+			break;	/* another decoder stored it first */
+	}
+	free(sr);
+}
+
+/* The run at the ip from the decode's store into the cache: its index, -1: not there. */
+static int32_t run_stored(struct ptd_fast *f)
+{
+	const struct stored_run *sr = store_get(f->store, f->ip, f->as);
+	struct run *r;
+	uint32_t lens;
+
+	if (!sr)
+		return -1;
+	r = run_new(f, f->ip, sr->r.isid);
+	lens = r->lens;
+	*r = sr->r;
+	r->lens = lens;
+	r->link[0] = r->link[1] = -1;
+	memcpy(f->lens + lens, sr->lens, r->ninsn);
+	f->st.stored++;
+	return run_commit(f, r);
+}
+
 /* Decode the run at `ip`; its index, or -1 when the fast path cannot take it. */
 static int32_t run_decode(struct ptd_fast *f, uint64_t ip)
 {
@@ -249,7 +378,6 @@ static int32_t run_decode(struct ptd_fast *f, uint64_t ip)
 	cs_insn *ci;
 	uint64_t at = ip;
 	uint32_t n = 0;
-	int32_t idx;
 
 	if (!m)
 		return -1;
@@ -261,17 +389,7 @@ static int32_t run_decode(struct ptd_fast *f, uint64_t ip)
 		f->cs_open = true;
 		f->csf->option(f->cs, CS_OPT_DETAIL, CS_OPT_ON);
 	}
-	if (f->nr_runs >= RUN_CACHE_RUNS || f->nr_lens + RUN_MAX_INSNS > LENS_POOL)
-		cache_flush(f);
-	idx = (int32_t)f->nr_runs;
-	r = &f->runs[idx];
-	memset(r, 0, sizeof(*r));
-	r->ip = ip;
-	r->as = f->as;
-	r->isid = m->isid;
-	r->lens = f->nr_lens;
-	r->link[0] = r->link[1] = -1;
-	r->kind = RUN_BAD;
+	r = run_new(f, ip, m->isid);
 	ci = f->csf->malloc(f->cs);
 	if (!ci)
 		return -1;
@@ -325,16 +443,8 @@ out:
 done:
 	f->csf->free(ci, 1);
 	r->ninsn = n;
-	f->nr_lens += n;
-	f->nr_runs++;
-	{
-		uint32_t h = hash_ip(ip, f->as);
-
-		while (f->hash[h])
-			h = (h + 1) & (RUN_HASH_SLOTS - 1);
-		f->hash[h] = idx + 1;
-	}
-	return idx;
+	store_put(f->store, r, f->lens + r->lens);
+	return run_commit(f, r);
 }
 
 /* The run starting at the current ip; NULL: not for the fast path. */
@@ -351,7 +461,7 @@ static struct run *run_here(struct ptd_fast *f)
 		f->st.linked++;
 		return &f->runs[idx];
 	}
-	for (h = hash_ip(f->ip, f->as); f->hash[h]; h = (h + 1) & (RUN_HASH_SLOTS - 1)) {
+	for (h = hash_ip(f->ip, f->as, RUN_HASH_SLOTS); f->hash[h]; h = (h + 1) & (RUN_HASH_SLOTS - 1)) {
 		struct run *r = &f->runs[f->hash[h] - 1];
 
 		if (r->ip == f->ip && r->as == f->as) {
@@ -359,7 +469,9 @@ static struct run *run_here(struct ptd_fast *f)
 			return r;
 		}
 	}
-	idx = run_decode(f, f->ip);
+	idx = run_stored(f);
+	if (idx < 0)
+		idx = run_decode(f, f->ip);
 	return idx < 0 ? NULL : &f->runs[idx];
 }
 
@@ -968,24 +1080,70 @@ void ptd_fast_stats(const struct ptd_fast *f, struct ptd_fast_stats *st)
 	*st = f->st;
 }
 
-struct ptd_fast *ptd_fast_new(const struct pt_config *cfg, struct ptd_images *im)
+/* Frees a fast decoder's cache and itself (its stream's state is gone already). */
+static void fast_destroy(struct ptd_fast *f)
 {
-	struct ptd_fast *f = calloc(1, sizeof(*f));
-	struct pt_config qcfg;
+	if (f->cs_open)
+		f->csf->close(&f->cs);
+	free(f->runs);
+	free(f->hash);
+	free(f->lens);
+	free(f);
+}
 
+/*
+ * A fast decoder of a stream that ended, its state reset and its cache kept (the runs of
+ * an address space and ip are the same for every stream of the decode); NULL: none.
+ */
+static struct ptd_fast *fast_recycled(struct ptd_images *im, struct ptd_run_store **store)
+{
+	struct ptd_fast *f = NULL, keep;
+
+	pthread_mutex_lock(&im->lock);
+	if (!im->run_store)
+		im->run_store = calloc(1, sizeof(*im->run_store));
+	*store = im->run_store;
+	if (*store && (*store)->nr_pool)
+		f = (*store)->pool[--(*store)->nr_pool];
+	pthread_mutex_unlock(&im->lock);
 	if (!f)
 		return NULL;
+	keep = *f;
+	memset(f, 0, sizeof(*f));
+	f->runs = keep.runs;
+	f->nr_runs = keep.nr_runs;
+	f->hash = keep.hash;
+	f->lens = keep.lens;
+	f->nr_lens = keep.nr_lens;
+	f->csf = keep.csf;
+	f->cs = keep.cs;
+	f->cs_open = keep.cs_open;
+	return f;
+}
+
+struct ptd_fast *ptd_fast_new(const struct pt_config *cfg, struct ptd_images *im)
+{
+	struct ptd_run_store *store;
+	struct ptd_fast *f = fast_recycled(im, &store);
+	struct pt_config qcfg;
+
+	if (!f) {
+		f = calloc(1, sizeof(*f));
+		if (!f)
+			return NULL;
+		f->runs = malloc(RUN_CACHE_RUNS * sizeof(*f->runs));
+		f->hash = calloc(RUN_HASH_SLOTS, sizeof(*f->hash));
+		f->lens = malloc(LENS_POOL);
+	}
 	f->cfg = *cfg;
 	f->im = im;
+	f->store = store;
 	f->as = -1;
 	f->next_run = -1;
 	/* the block decoder's query decoder: the same config, no flags of its own */
 	qcfg = *cfg;
 	memset(&qcfg.flags, 0, sizeof(qcfg.flags));
 	f->qry = pt_qry_alloc_decoder(&qcfg);
-	f->runs = malloc(RUN_CACHE_RUNS * sizeof(*f->runs));
-	f->hash = calloc(RUN_HASH_SLOTS, sizeof(*f->hash));
-	f->lens = malloc(LENS_POOL);
 	if (!f->qry || !f->runs || !f->hash || !f->lens) {
 		ptd_fast_free(f);
 		return NULL;
@@ -997,13 +1155,40 @@ struct ptd_fast *ptd_fast_new(const struct pt_config *cfg, struct ptd_images *im
 
 void ptd_fast_free(struct ptd_fast *f)
 {
+	struct ptd_run_store *st;
+
 	if (!f)
 		return;
-	if (f->cs_open)
-		f->csf->close(&f->cs);
+	/* the stream's state */
 	pt_qry_free_decoder(f->qry);
-	free(f->runs);
-	free(f->hash);
-	free(f->lens);
-	free(f);
+	f->qry = NULL;
+	/* the cache: for the decode's next fast decoder, if there is room */
+	st = f->store;
+	if (st && f->runs && f->hash && f->lens) {
+		struct ptd_images *im = f->im;
+		bool kept = false;
+
+		pthread_mutex_lock(&im->lock);
+		if (st->nr_pool < FAST_POOL) {
+			st->pool[st->nr_pool++] = f;
+			kept = true;
+		}
+		pthread_mutex_unlock(&im->lock);
+		if (kept)
+			return;
+	}
+	fast_destroy(f);
+}
+
+void ptd_run_store_free(struct ptd_run_store *st)
+{
+	uint32_t h;
+
+	if (!st)
+		return;
+	for (h = 0; h < STORE_SLOTS; h++)
+		free(atomic_load_explicit(&st->slot[h], memory_order_relaxed));
+	while (st->nr_pool)
+		fast_destroy(st->pool[--st->nr_pool]);
+	free(st);
 }

@@ -18,6 +18,7 @@
 
 struct ptd_images;
 struct ptd_fast;
+struct ptd_run_store;
 
 /* Not handled here: go on with libipt's block decoder (a code of ours, not a -pte_*). */
 #define PTD_FAST_FALLBACK (-0x1100)
@@ -25,6 +26,7 @@ struct ptd_fast;
 struct ptd_fast_stats {
 	uint64_t lookups;	/* straight runs looked up (one per block) */
 	uint64_t hits;		/* ... found in the cache (or by a successor link) */
+	uint64_t stored;	/* ... not, but decoded by another decoder (the store) */
 	uint64_t linked;	/* ... found by a successor link, without hashing */
 	uint64_t fallbacks;	/* times the block decoder took over */
 	uint64_t flushes;	/* times the bounded cache was emptied */
@@ -44,5 +46,7 @@ int ptd_fast_time(struct ptd_fast *f, uint64_t *time, uint32_t *lost_mtc, uint32
 int ptd_fast_next(struct ptd_fast *f, struct pt_block *block);
 int ptd_fast_event(struct ptd_fast *f, struct pt_event *event);
 void ptd_fast_stats(const struct ptd_fast *f, struct ptd_fast_stats *st);
+/* Frees the runs a decode's fast decoders share (struct ptd_images' run_store). */
+void ptd_run_store_free(struct ptd_run_store *st);
 
 #endif /* PTBPF_DECODER_FASTPATH_H */

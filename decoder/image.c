@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "array.h"
+#include "fastpath.h"
 #include "log.h"
 #include "ptd.h"
 #include "symtab.h"
@@ -123,6 +124,7 @@ void ptd_images_fini(struct ptd_images *im)
 	free(im->as);
 	free(im->dsos);
 	pt_iscache_free(im->iscache);
+	ptd_run_store_free(im->run_store);
 	pthread_mutex_destroy(&im->lock);
 	memset(im, 0, sizeof(*im));
 }

@@ -25,6 +25,7 @@
 #include "ptdecode.h"
 
 struct symbols;
+struct ptd_run_store;
 
 /* ---------------------------------------------------------------- events */
 
@@ -116,6 +117,7 @@ struct ptd_images {
 	int nr_memfds;
 	pthread_mutex_t lock;		/* image building from decoder threads */
 	bool strict;			/* missing binaries are errors */
+	struct ptd_run_store *run_store;	/* the fast path's runs, shared (fastpath.c) */
 };
 
 int ptd_images_init(struct ptd_images *im, const char *sysroot, const char *debug_dir,

@@ -36,7 +36,12 @@ struct chunk {
 
 /* A piece of a stream in the merge: its decoded-ahead chunks (guarded by the lock). */
 struct piece {
+	/*
+	 * Made by the thread that decodes it first (piece_open()), so that a piece takes
+	 * the decoders (and their warm caches) of the pieces that ended before it
+	 */
 	struct ptd_stream *s;
+	const struct ptd_stream *parent;	/* the stream it is a piece of */
 	uint64_t begin, stop, stop_ip, end;	/* its bytes (ptd_piece_new()) */
 	struct chunk *head, *tail;	/* decoded, not yet merged */
 	unsigned queued;		/* chunks in head..tail */
@@ -47,6 +52,7 @@ struct piece {
 /* One stream in the merge: its pieces (one when not split) and the merge cursor. */
 struct lane {
 	struct ptd_stream *s;
+	bool split;			/* in pieces (each a stream of its own) */
 	struct piece *pc;		/* pieces, in trace order */
 	size_t nr_pc;
 	size_t nr_live;			/* pieces in use: a decode to the end replaced the rest */
@@ -140,15 +146,27 @@ static void free_chunks(struct chunk *c)
 	}
 }
 
-static struct chunk *decode_chunk(struct merge *m, struct ptd_stream *s, int *err)
+/* Piece p's stream, made on first use; 0 or -ENOMEM. */
+static int piece_open(struct piece *p)
 {
-	struct chunk *c = get_chunk(m);
+	if (!p->s)
+		p->s = ptd_piece_new(p->parent, p->begin, p->stop, p->stop_ip, p->end);
+	return p->s ? 0 : -ENOMEM;
+}
 
+static struct chunk *decode_chunk(struct merge *m, struct piece *p, int *err)
+{
+	struct chunk *c;
+
+	*err = piece_open(p);
+	if (*err)
+		return NULL;
+	c = get_chunk(m);
 	if (!c) {
 		*err = -ENOMEM;
 		return NULL;
 	}
-	c->nr = ptd_stream_fill(s, c->ev);
+	c->nr = ptd_stream_fill(p->s, c->ev);
 	c->next = NULL;
 	return c;
 }
@@ -156,7 +174,7 @@ static struct chunk *decode_chunk(struct merge *m, struct ptd_stream *s, int *er
 /* Adds a decoded chunk to its piece; called with the lock held. */
 static void piece_push(struct merge *m, struct piece *p, struct chunk *c)
 {
-	if (ptd_stream_done(p->s))
+	if (p->s && ptd_stream_done(p->s))
 		p->finished = true;
 	if (!c)
 		return;
@@ -230,7 +248,7 @@ static void *worker(void *arg)
 		}
 		p->busy = true;
 		pthread_mutex_unlock(&m->lock);
-		c = decode_chunk(m, p->s, &err);
+		c = decode_chunk(m, p, &err);
 		pthread_mutex_lock(&m->lock);
 		p->busy = false;
 		if (err) {
@@ -369,6 +387,7 @@ static int split(struct lane *l, size_t n)
 		return -ENOMEM;
 	l->nr_pc = 1;
 	l->pc[0].s = l->s;
+	l->split = false;
 	if (n < 2 || o->ranges || o->size < 2 * piece)
 		return 0;
 	at = calloc(n, sizeof(*at));
@@ -422,23 +441,15 @@ static int split(struct lane *l, size_t n)
 	for (i = 0; i <= k; i++) {
 		struct piece *pc = &l->pc[i];
 
+		pc->s = NULL;	/* piece_open() */
+		pc->parent = l->s;
 		pc->begin = i ? at[i - 1] : 0;
 		pc->stop = i < k ? at[i] : 0;
 		pc->stop_ip = i < k ? ip[i] : 0;
 		pc->end = i < k ? end[i] : o->size;
-		pc->s = ptd_piece_new(l->s, pc->begin, pc->stop, pc->stop_ip, pc->end);
-		if (!pc->s) {
-			err = -ENOMEM;
-			goto fail;
-		}
-		l->nr_pc = i + 1;
 	}
-	goto out;
-fail:
-	for (i = 0; i < l->nr_pc; i++)
-		ptd_stream_free(l->pc[i].s);
-	l->nr_pc = 1;
-	l->pc[0].s = l->s;
+	l->nr_pc = k + 1;
+	l->split = true;
 out:
 	free(at);
 	free(end);
@@ -449,7 +460,7 @@ out:
 /* Is lane `l` split (its pieces are streams of their own)? */
 static bool split_lane(const struct lane *l)
 {
-	return l->pc && l->pc[0].s != l->s;
+	return l->split;
 }
 
 /*
@@ -502,7 +513,7 @@ static int next_piece(struct merge *m, struct lane *l, bool threaded)
 	l->wanted = false;
 	if (!threaded) {
 		while (!next->head && !next->finished) {
-			struct chunk *c = decode_chunk(m, next->s, &err);
+			struct chunk *c = decode_chunk(m, next, &err);
 
 			if (err) {
 				next->finished = true;
@@ -511,6 +522,8 @@ static int next_piece(struct merge *m, struct lane *l, bool threaded)
 			piece_push(m, next, c);
 		}
 	}
+	if (!err && !next->s)
+		err = -ENOMEM;	/* a worker could not make it */
 	if (!err) {
 		uint64_t blocks_before = 0;
 		size_t k;
@@ -606,7 +619,7 @@ static const struct ptd_event *lane_head(struct merge *m, struct lane *l, bool t
 			/* decode on demand, in this thread */
 			while (!p->head && !p->finished) {
 				int err = 0;
-				struct chunk *c = decode_chunk(m, p->s, &err);
+				struct chunk *c = decode_chunk(m, p, &err);
 
 				if (err) {
 					m->err = err;
@@ -699,6 +712,8 @@ static void progress(struct merge *m, double start, double *last, bool final)
 	if (final && *last == 0)
 		return;
 	*last = t;
+	/* the workers make the pieces' streams */
+	pthread_mutex_lock(&m->lock);
 	for (i = 0; i < m->nr; i++) {
 		for (k = 0; k < m->lanes[i].nr_live; k++) {
 			const struct ptd_stream *s = m->lanes[i].pc[k].s;
@@ -708,6 +723,7 @@ static void progress(struct merge *m, double start, double *last, bool final)
 		}
 		total += ptd_stream_opts(m->lanes[i].s)->size;
 	}
+	pthread_mutex_unlock(&m->lock);
 	fprintf(stderr, "\rptbpf: decoding %5.1f%% of %.1f MB of PT (%.1f MB/s)%s",
 		total ? 100.0 * done / total : 100.0, total / 1e6, done / 1e6 / (t - start),
 		final ? "\n" : "");
