@@ -981,6 +981,7 @@ static void ptd_fast_stats_add(struct ptd_stream *s)
 	ptd_fast_stats(s->fast, &fs);
 	s->st.fast_lookups += fs.lookups;
 	s->st.fast_hits += fs.hits;
+	s->st.fast_stored += fs.stored;
 	s->st.fast_flushes += fs.flushes;
 }
 
@@ -1477,16 +1478,21 @@ void ptd_stream_stats(const struct ptd_stream *s, struct decode_stats *st)
 	st->skipped += s->st.skipped;
 	st->fast_lookups += s->st.fast_lookups;
 	st->fast_hits += s->st.fast_hits;
+	st->fast_stored += s->st.fast_stored;
 	st->fast_flushes += s->st.fast_flushes;
-	st->fast_blocks += s->fast_blocks;
-	st->fast_fallbacks += s->fast_fallbacks;
-	st->fast_replayed += s->replayed;
+	/* a split stream's own are its pieces' (split.c), counted in s->st */
+	st->fast_blocks += s->fast_blocks + s->st.fast_blocks;
+	st->fast_fallbacks += s->fast_fallbacks + s->st.fast_fallbacks;
+	st->fast_replayed += s->replayed + s->st.fast_replayed;
+	st->split_pieces += s->st.split_pieces;
+	st->split_redecoded += s->st.split_redecoded;
 	if (s->fast) {
 		struct ptd_fast_stats fs;
 
 		ptd_fast_stats(s->fast, &fs);
 		st->fast_lookups += fs.lookups;
 		st->fast_hits += fs.hits;
+		st->fast_stored += fs.stored;
 		st->fast_flushes += fs.flushes;
 	}
 }

@@ -24,9 +24,11 @@
  * Chunks the merge's current piece of a stream may be decoded ahead of the merge; and
  * pieces after it that may be decoded (whole) ahead of it, per thread: the window that
  * bounds the memory of a split stream to a few pieces' events, whatever its length.
+ * Two a thread: with one, a thread that decoded the next pieces while the current one
+ * (of more branches) was still decoding waited, a fifth of the time (mruby, -j 2).
  */
 #define MAX_AHEAD 4
-#define AHEAD_PIECES_PER_JOB 1
+#define AHEAD_PIECES_PER_JOB 2
 
 struct chunk {
 	struct ptd_event *ev;
@@ -45,6 +47,7 @@ struct piece {
 	uint64_t begin, stop, stop_ip, end;	/* its bytes (ptd_piece_new()) */
 	struct chunk *head, *tail;	/* decoded, not yet merged */
 	unsigned queued;		/* chunks in head..tail */
+	uint64_t done_bytes;		/* its bytes decoded (progress) */
 	bool busy;			/* a thread is decoding it */
 	bool finished;			/* fully decoded */
 };
@@ -69,6 +72,7 @@ struct lane {
 	uint64_t delivered;		/* events the merge took from it */
 	uint64_t skip;			/* events of a replay to drop: taken already */
 	uint64_t replayed;		/* bytes the replays decoded again */
+	uint64_t redecoded;		/* ... and the pieces given up had decoded */
 };
 
 struct merge {
@@ -82,6 +86,7 @@ struct merge {
 	unsigned held, held_peak;	/* chunks queued in all pieces, and the most */
 	size_t reach;			/* the most pieces a worker went past the merge's */
 	bool stop;			/* the merge failed: workers quit */
+	double idle_workers, idle_merge;	/* seconds the threads waited (-vv) */
 	int err;			/* first decode allocation error */
 };
 
@@ -174,8 +179,11 @@ static struct chunk *decode_chunk(struct merge *m, struct piece *p, int *err)
 /* Adds a decoded chunk to its piece; called with the lock held. */
 static void piece_push(struct merge *m, struct piece *p, struct chunk *c)
 {
-	if (p->s && ptd_stream_done(p->s))
-		p->finished = true;
+	if (p->s) {
+		p->done_bytes = ptd_stream_done_bytes(p->s);
+		if (ptd_stream_done(p->s))
+			p->finished = true;
+	}
 	if (!c)
 		return;
 	if (!c->nr) {
@@ -228,6 +236,15 @@ static struct piece *pick(struct merge *m)
 	return best;
 }
 
+/* Waits for the merge's condition, adding the seconds to *waited (lock held). */
+static void wait_timed(struct merge *m, double *waited)
+{
+	double t0 = ptd_seconds();
+
+	pthread_cond_wait(&m->cond, &m->lock);
+	*waited += ptd_seconds() - t0;
+}
+
 static void *worker(void *arg)
 {
 	struct merge *m = arg;
@@ -243,7 +260,7 @@ static void *worker(void *arg)
 		p = pick(m);
 		if (!p) {
 			/* even when all is decoded: a join may ask for a piece again */
-			pthread_cond_wait(&m->cond, &m->lock);
+			wait_timed(m, &m->idle_workers);
 			continue;
 		}
 		p->busy = true;
@@ -508,7 +525,7 @@ static int next_piece(struct merge *m, struct lane *l, bool threaded)
 	while (threaded && (next->busy || (!next->head && !next->finished))) {
 		l->wanted = true;
 		pthread_cond_broadcast(&m->cond);
-		pthread_cond_wait(&m->cond, &m->lock);
+		wait_timed(m, &m->idle_merge);
 	}
 	l->wanted = false;
 	if (!threaded) {
@@ -547,6 +564,8 @@ static int next_piece(struct merge *m, struct lane *l, bool threaded)
 			again = 2;
 		if (again == 1)
 			l->replayed += next->end;
+		if (again)
+			l->redecoded += again == 1 ? next->end : ptd_stream_opts(l->s)->size;
 		if (!again) {
 			l->clean_joins += l->join.clean;
 			l->join_calls += l->join.calls;
@@ -564,8 +583,11 @@ static int next_piece(struct merge *m, struct lane *l, bool threaded)
 				 * The pieces after it are out of use (a thread may still be
 				 * decoding one: they are freed with the merge).
 				 */
-				if (again == 2)
+				if (again == 2) {
+					for (k = l->at + 2; k < l->nr_live; k++)
+						l->redecoded += l->pc[k].done_bytes;
 					l->nr_live = l->at + 2;
+				}
 				/* it counts from the start: the pieces before count no more */
 				for (k = 0; k <= l->at; k++)
 					if (l->pc[k].s)
@@ -632,7 +654,7 @@ static const struct ptd_event *lane_head(struct merge *m, struct lane *l, bool t
 			while (!p->head && !p->finished) {
 				l->wanted = true;
 				pthread_cond_broadcast(&m->cond);
-				pthread_cond_wait(&m->cond, &m->lock);
+				wait_timed(m, &m->idle_merge);
 			}
 			l->wanted = false;
 		}
@@ -712,15 +734,11 @@ static void progress(struct merge *m, double start, double *last, bool final)
 	if (final && *last == 0)
 		return;
 	*last = t;
-	/* the workers make the pieces' streams */
+	/* the workers decode the pieces: what they said when they last pushed a chunk */
 	pthread_mutex_lock(&m->lock);
 	for (i = 0; i < m->nr; i++) {
-		for (k = 0; k < m->lanes[i].nr_live; k++) {
-			const struct ptd_stream *s = m->lanes[i].pc[k].s;
-
-			if (s)
-				done += ptd_stream_done_bytes(s);
-		}
+		for (k = 0; k < m->lanes[i].nr_live; k++)
+			done += m->lanes[i].pc[k].done_bytes;
 		total += ptd_stream_opts(m->lanes[i].s)->size;
 	}
 	pthread_mutex_unlock(&m->lock);
@@ -755,6 +773,15 @@ static void lane_stats(struct lane *l)
 	all->errors = st.errors;
 	all->overflows = st.overflows;
 	all->syncs = st.syncs - l->clean_joins;
+	all->fast_lookups = st.fast_lookups;
+	all->fast_hits = st.fast_hits;
+	all->fast_stored = st.fast_stored;
+	all->fast_flushes = st.fast_flushes;
+	all->fast_blocks = st.fast_blocks;
+	all->fast_fallbacks = st.fast_fallbacks;
+	all->fast_replayed = st.fast_replayed;
+	all->split_pieces = l->nr_pc;
+	all->split_redecoded = l->redecoded;
 }
 
 int ptd_decode_streams(struct ptd_stream **streams, size_t nr, int jobs,
@@ -831,7 +858,9 @@ int ptd_decode_streams(struct ptd_stream **streams, size_t nr, int jobs,
 		err = m.err;
 	if (pieces > nr)
 		dlog("[split: %zu pieces, decoded at most %zu ahead of the merge's, at most %u "
-		     "chunks of %u events held]\n", pieces, m.reach, m.held_peak, PTD_CHUNK_EVENTS);
+		     "chunks of %u events held; in %.3f s the decoding threads waited %.3f s for "
+		     "work, the merge %.3f s for events]\n", pieces, m.reach, m.held_peak,
+		     PTD_CHUNK_EVENTS, ptd_seconds() - start, m.idle_workers, m.idle_merge);
 	if (show_progress)
 		progress(&m, start, &last, true);
 

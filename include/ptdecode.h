@@ -65,6 +65,10 @@ struct decode_stats {
 	 * decoded, times the block decoder took over, blocks replayed for that */
 	uint64_t fast_lookups, fast_hits, fast_flushes, fast_blocks, fast_fallbacks;
 	uint64_t fast_replayed;
+	uint64_t fast_stored;		/* misses copied from the runs another stream decoded */
+	/* one CPU's stream on several cores: pieces decoded (0: no stream was split), and
+	 * bytes decoded again for seams that did not join (replays, pieces given up) */
+	uint64_t split_pieces, split_redecoded;
 	uint64_t threads;		/* threads with at least one slice */
 	uint64_t first_time, last_time;	/* absolute ns span of the decoded flow */
 	double seconds;			/* wall time of the decode */

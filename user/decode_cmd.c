@@ -422,13 +422,19 @@ static void print_stats(const struct decode_stats *st)
 		st->seconds, st->seconds > 0 ? mb / st->seconds : 0.0);
 	if (st->fast_lookups || st->fast_fallbacks)
 		fprintf(stderr, "fast path     %" PRIu64 " of %" PRIu64 " blocks (%.1f %%), run cache "
-			"hits %.1f %% of %" PRIu64 " lookups, %" PRIu64 " flushes; block decoder took "
+			"hits %.1f %% of %" PRIu64 " lookups (%" PRIu64 " runs decoded, %" PRIu64
+			" copied from another stream's), %" PRIu64 " flushes; block decoder took "
 			"over %" PRIu64 " times, replaying %" PRIu64 " blocks\n",
 			st->fast_blocks, st->blocks,
 			st->blocks ? 100.0 * (double)st->fast_blocks / (double)st->blocks : 0.0,
 			st->fast_lookups ? 100.0 * (double)st->fast_hits / (double)st->fast_lookups
 					 : 0.0,
-			st->fast_lookups, st->fast_flushes, st->fast_fallbacks, st->fast_replayed);
+			st->fast_lookups, st->fast_lookups - st->fast_hits - st->fast_stored,
+			st->fast_stored, st->fast_flushes, st->fast_fallbacks, st->fast_replayed);
+	if (st->split_pieces)
+		fprintf(stderr, "split         %" PRIu64 " pieces, %" PRIu64 " bytes decoded again "
+			"(%.1f %% of the bytes)\n", st->split_pieces, st->split_redecoded,
+			st->bytes ? 100.0 * (double)st->split_redecoded / (double)st->bytes : 0.0);
 	if (st->slowest_ns) {
 		char buf[32];
 

@@ -377,14 +377,14 @@ static int set_trace(struct capture *cap, const uint8_t *pt, size_t size)
 }
 
 /*
- * The fast path's figures on `data`, decoded in this process (-j 1, to `fxt`) after a
- * --verify-fast pass: 0, 1 if the two ways differ, -1 if it could not decode.
+ * The figures of `data` decoded in this process with `jobs` threads (to `fxt`), after a
+ * --verify-fast pass if `verify`: 0, 1 if the two ways differ, -1 if it could not decode.
  */
-static int fast_figures(const char *data, const char *sysroot, const char *fxt,
-			struct decode_stats *st)
+static int decode_figures(const char *data, const char *sysroot, const char *fxt, int jobs,
+			  bool verify, struct decode_stats *st)
 {
 	struct decode_opts o = { .output = fxt, .format = DECODE_FXT, .sysroot = sysroot,
-				 .jobs = 1, .verify_fast = true };
+				 .jobs = jobs, .verify_fast = verify };
 	struct capture *cap = NULL;
 	int err;
 
@@ -412,7 +412,7 @@ static void measure(const char *name, const char *data, const char *sysroot, con
 			    sysroot ? "--symfs" : NULL, (char *)sysroot, NULL };
 	char *ver_argv[] = { (char *)ptbpf, "--version", NULL };
 	struct run pe = {}, pr = {}, start = {}, pn = {};
-	struct decode_stats fst = {};
+	struct decode_stats fst = {}, sst = {};
 	double mb = size / 1e6, ipt = 0, qry, pkt, own, cs_load;
 	uint64_t insns = 0;
 	int i, verified;
@@ -425,7 +425,10 @@ static void measure(const char *name, const char *data, const char *sysroot, con
 	}
 	if (best_of(bench_runs(), pn_argv, &pn, NULL, NULL))
 		pn.wall = 0;
-	verified = fast_figures(data, sysroot, fxt, &fst);
+	verified = decode_figures(data, sysroot, fxt, 1, true, &fst);
+	/* the pieces -j 2 split the stream into, and what it decoded twice */
+	if (pj.wall > 0 && decode_figures(data, sysroot, fxt, 2, false, &sst))
+		sst.split_pieces = 0;
 	unlink(fxt);
 	/* the least of as many runs as ptbpf's: the share below compares the two */
 	for (i = 0; i < bench_runs(); i++) {
@@ -500,6 +503,12 @@ static void measure(const char *name, const char *data, const char *sysroot, con
 		       "-j 2 %ld MiB\n", pj.cpu / pe.cpu, GOAL_SPLIT_COST,
 		       pj.cpu / pe.cpu <= GOAL_SPLIT_COST ? "met" : "not met",
 		       2.0 * pe.cpu / pj.cpu, pe.rss_kb / 1024, pj.rss_kb / 1024);
+		if (sst.split_pieces)
+			printf("  split: -j 2 decodes the stream in %llu pieces, %.2f %% of its bytes "
+			       "decoded again (seams that did not join)\n",
+			       (unsigned long long)sst.split_pieces,
+			       sst.bytes ? 100.0 * (double)sst.split_redecoded / (double)sst.bytes
+					 : 0.0);
 	}
 	if (pn.cpu > 0)
 		printf("  fast path: %.2fx the CPU speed of the block decoder path (--no-fast)\n",
