@@ -37,6 +37,7 @@
 #include "capstone_lazy.h"
 #include "fastpath.h"
 #include "log.h"
+#include "pktq.h"
 #include "ptd.h"
 
 /* What ends a run. */
@@ -108,7 +109,7 @@ struct ptd_run_store {
 };
 
 struct ptd_fast {
-	struct pt_query_decoder *qry;
+	struct pktq *qry;	/* the queries (decoder/pktq.c, or libipt's: PTBPF_FAST_QUERY) */
 	struct pt_config cfg;
 	struct ptd_images *im;
 	struct ptd_run_store *store;	/* the decode's runs (im->run_store), NULL: none */
@@ -552,7 +553,7 @@ static int with_trace(struct ptd_fast *f, struct run *r)
 
 	switch (r->kind) {
 	case RUN_COND:
-		status = pt_qry_cond_branch(f->qry, &taken);
+		status = pktq_cond_branch(f->qry, &taken);
 		if (status < 0)
 			return status;
 		if (status & pts_ip_suppressed)
@@ -567,7 +568,7 @@ static int with_trace(struct ptd_fast *f, struct run *r)
 		}
 		return 0;
 	case RUN_RET:
-		status = pt_qry_cond_branch(f->qry, &taken);
+		status = pktq_cond_branch(f->qry, &taken);
 		if (status >= 0) {
 			if (status & pts_ip_suppressed)
 				return FALLBACK(f);
@@ -587,7 +588,7 @@ static int with_trace(struct ptd_fast *f, struct run *r)
 	default:
 		return FALLBACK(f);
 	}
-	status = pt_qry_indirect_branch(f->qry, &f->ip);
+	status = pktq_indirect_branch(f->qry, &f->ip);
 	if (status < 0)
 		return status;
 	/* libipt's first visit says -pte_noip here, its cached path goes on */
@@ -838,7 +839,7 @@ static int trailing_event(struct ptd_fast *f, bool after_block)
 
 		if (!(f->status & pts_event_pending))
 			return blk_status(f, 0);
-		status = pt_qry_event(f->qry, ev, sizeof(*ev));
+		status = pktq_event(f->qry, ev, sizeof(*ev));
 		if (status < 0)
 			return status;
 		f->process_event = true;
@@ -1044,28 +1045,28 @@ static int fast_start(struct ptd_fast *f, int status)
 int ptd_fast_sync_forward(struct ptd_fast *f)
 {
 	fast_reset(f);
-	return fast_start(f, pt_qry_sync_forward(f->qry, &f->ip));
+	return fast_start(f, pktq_sync_forward(f->qry, &f->ip));
 }
 
 int ptd_fast_sync_set(struct ptd_fast *f, uint64_t offset)
 {
 	fast_reset(f);
-	return fast_start(f, pt_qry_sync_set(f->qry, &f->ip, offset));
+	return fast_start(f, pktq_sync_set(f->qry, &f->ip, offset));
 }
 
 int ptd_fast_get_offset(const struct ptd_fast *f, uint64_t *offset)
 {
-	return pt_qry_get_offset(f->qry, offset);
+	return pktq_get_offset(f->qry, offset);
 }
 
 int ptd_fast_get_sync_offset(const struct ptd_fast *f, uint64_t *offset)
 {
-	return pt_qry_get_sync_offset(f->qry, offset);
+	return pktq_get_sync_offset(f->qry, offset);
 }
 
 int ptd_fast_time(struct ptd_fast *f, uint64_t *time, uint32_t *lost_mtc, uint32_t *lost_cyc)
 {
-	return pt_qry_time(f->qry, time, lost_mtc, lost_cyc);
+	return pktq_time(f->qry, time, lost_mtc, lost_cyc);
 }
 
 void ptd_fast_set_as(struct ptd_fast *f, int as)
@@ -1125,7 +1126,6 @@ struct ptd_fast *ptd_fast_new(const struct pt_config *cfg, struct ptd_images *im
 {
 	struct ptd_run_store *store;
 	struct ptd_fast *f = fast_recycled(im, &store);
-	struct pt_config qcfg;
 
 	if (!f) {
 		f = calloc(1, sizeof(*f));
@@ -1140,10 +1140,8 @@ struct ptd_fast *ptd_fast_new(const struct pt_config *cfg, struct ptd_images *im
 	f->store = store;
 	f->as = -1;
 	f->next_run = -1;
-	/* the block decoder's query decoder: the same config, no flags of its own */
-	qcfg = *cfg;
-	memset(&qcfg.flags, 0, sizeof(qcfg.flags));
-	f->qry = pt_qry_alloc_decoder(&qcfg);
+	/* the block decoder's queries: the same config, no flags of its own */
+	f->qry = pktq_new(cfg, pktq_engine_from_env());
 	if (!f->qry || !f->runs || !f->hash || !f->lens) {
 		ptd_fast_free(f);
 		return NULL;
@@ -1160,7 +1158,7 @@ void ptd_fast_free(struct ptd_fast *f)
 	if (!f)
 		return;
 	/* the stream's state */
-	pt_qry_free_decoder(f->qry);
+	pktq_free(f->qry);
 	f->qry = NULL;
 	/* the cache: for the decode's next fast decoder, if there is room */
 	st = f->store;

@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "capstone_lazy.h"
+#include "pktq.h"
 #include "perfdata.h"
 #include "ptdecode.h"
 
@@ -272,6 +273,49 @@ static double query_alone(const uint8_t *pt, size_t size)
 	return cpu_seconds(&b) - cpu_seconds(&a);
 }
 
+/*
+ * The same loop on pktq (decoder/pktq.c, the fast path's query engine: libipt's packet
+ * decoder underneath): what the fast path's queries cost now. Where pktq falls back
+ * (the fast path would hand over to the block decoder) it syncs at the next PSB;
+ * *fallbacks counts those.
+ */
+static double pktq_alone(const uint8_t *pt, size_t size, unsigned *fallbacks)
+{
+	struct pt_config cfg;
+	struct rusage a, b;
+	struct pktq *q;
+	uint64_t ip;
+	int status, taken;
+
+	bench_config(&cfg, pt, size);
+	q = pktq_new(&cfg, PKTQ_OWN);
+	if (!q)
+		return 0;
+	*fallbacks = 0;
+	getrusage(RUSAGE_SELF, &a);
+	while ((status = pktq_sync_forward(q, &ip)) >= 0 || status == PTD_FAST_FALLBACK) {
+		while (status >= 0) {
+			while (status >= 0 && (status & pts_event_pending)) {
+				struct pt_event ev;
+
+				status = pktq_event(q, &ev, sizeof(ev));
+			}
+			if (status < 0)
+				break;
+			status = pktq_cond_branch(q, &taken);
+			if (status == -pte_bad_query)
+				status = pktq_indirect_branch(q, &ip);
+		}
+		if (status == PTD_FAST_FALLBACK)
+			(*fallbacks)++;
+		if (status == -pte_eos)
+			break;
+	}
+	getrusage(RUSAGE_SELF, &b);
+	pktq_free(q);
+	return cpu_seconds(&b) - cpu_seconds(&a);
+}
+
 /* libipt's packet decoder alone, CPU seconds: every packet read, nothing interpreted. */
 static double packets_alone(const uint8_t *pt, size_t size)
 {
@@ -411,7 +455,9 @@ static void measure(const char *name, const char *data, const char *sysroot, con
 	char *pr_argv[] = { "perf", "script", "-f", "-i", (char *)data, "--itrace=cr",
 			    sysroot ? "--symfs" : NULL, (char *)sysroot, NULL };
 	char *ver_argv[] = { (char *)ptbpf, "--version", NULL };
-	struct run pe = {}, pr = {}, start = {}, pn = {};
+	struct run pe = {}, pr = {}, start = {}, pn = {}, pl = {};
+	unsigned pktq_fallbacks = 0;
+	double pq;
 	struct decode_stats fst = {}, sst = {};
 	double mb = size / 1e6, ipt = 0, qry, pkt, own, cs_load;
 	uint64_t insns = 0;
@@ -425,6 +471,11 @@ static void measure(const char *name, const char *data, const char *sysroot, con
 	}
 	if (best_of(bench_runs(), pn_argv, &pn, NULL, NULL))
 		pn.wall = 0;
+	/* the fast path on libipt's query decoder, as before pktq */
+	setenv("PTBPF_FAST_QUERY", "libipt", 1);
+	if (best_of(bench_runs(), pe_argv, &pl, NULL, NULL))
+		pl.wall = 0;
+	unsetenv("PTBPF_FAST_QUERY");
 	verified = decode_figures(data, sysroot, fxt, 1, true, &fst);
 	/* the pieces -j 2 split the stream into, and what it decoded twice */
 	if (pj.wall > 0 && decode_figures(data, sysroot, fxt, 2, false, &sst))
@@ -445,6 +496,7 @@ static void measure(const char *name, const char *data, const char *sysroot, con
 		start.cpu = 0;
 	cs_load = capstone_load_cpu();
 	qry = query_alone(pt, size);
+	pq = pktq_alone(pt, size, &pktq_fallbacks);
 	pkt = packets_alone(pt, size);
 	printf("%s: %.1f MB of PT, %llu instructions\n", name, mb, (unsigned long long)insns);
 	print_load();
@@ -452,6 +504,10 @@ static void measure(const char *name, const char *data, const char *sysroot, con
 	printf("  %-36s %8.3f %8.3f %12.1f %12.1f   peak RSS %ld MiB\n",
 	       "ptbpf decode -j1 -o out.fxt", pe.wall, pe.cpu, mb / pe.wall, mb / pe.cpu,
 	       pe.rss_kb / 1024);
+	if (pl.wall > 0)
+		printf("  %-36s %8.3f %8.3f %12.1f %12.1f   peak RSS %ld MiB\n",
+		       "ptbpf decode -j1, libipt's queries", pl.wall, pl.cpu, mb / pl.wall,
+		       mb / pl.cpu, pl.rss_kb / 1024);
 	if (pn.wall > 0)
 		printf("  %-36s %8.3f %8.3f %12.1f %12.1f   peak RSS %ld MiB\n",
 		       "ptbpf decode -j1 --no-fast", pn.wall, pn.cpu, mb / pn.wall, mb / pn.cpu,
@@ -471,6 +527,9 @@ static void measure(const char *name, const char *data, const char *sysroot, con
 	if (qry > 0)
 		printf("  %-36s %8s %8.3f %12s %12.1f\n", "libipt query decoder alone", "", qry, "",
 		       mb / qry);
+	if (pq > 0)
+		printf("  %-36s %8s %8.3f %12s %12.1f   (%u fallbacks)\n", "pktq alone", "", pq, "",
+		       mb / pq, pktq_fallbacks);
 	if (pkt > 0)
 		printf("  %-36s %8s %8.3f %12s %12.1f\n", "libipt packet decoder alone", "", pkt, "",
 		       mb / pkt);
@@ -525,8 +584,13 @@ static void measure(const char *name, const char *data, const char *sysroot, con
 					: 0.0,
 		       (unsigned long long)fst.fast_lookups, (unsigned long long)fst.fast_flushes,
 		       verified ? "DIFFERENCES (see stderr)" : "no difference");
-	printf("  the fast path asks libipt's query decoder every query: its %.3f s alone here "
-	       "cap this design at %.1f MB/s per core\n", qry, qry > 0 ? mb / qry : 0.0);
+	printf("  query engine of the fast path: %s (PTBPF_FAST_QUERY=libipt: libipt's query "
+	       "decoder); its queries alone (pktq alone) %.3f s cap this design at %.1f MB/s per "
+	       "core (libipt's query decoder: %.1f)\n", pktq_engine_name(pktq_engine_from_env()),
+	       pq, pq > 0 ? mb / pq : 0.0, qry > 0 ? mb / qry : 0.0);
+	if (pl.cpu > 0)
+		printf("  fast path on pktq: %.2fx the CPU speed of the fast path on libipt's query "
+		       "decoder\n", pl.cpu / pe.cpu);
 }
 
 /*

@@ -1,0 +1,1530 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * libipt 2.0.5's query decoder (src/pt_query_decoder.c, pt_time.c, pt_last_ip.c,
+ * pt_tnt_cache.c, pt_event_queue.c) done again on its packet decoder. libipt parses every
+ * packet (pt_pkt_next); what is done here is what the query decoder does with them, step
+ * by step in its order, so that every answer, status, offset and time is the same:
+ *
+ *   - `pos` is the query decoder's position (its get_offset), `nx` the packet there (its
+ *     `next` decoder function): fetched once, kept while a packet is decoded again (a
+ *     TIP with events bound to it, a PSBEND with PSB+ events);
+ *   - after every query it reads ahead as libipt does: timing and other status packets
+ *     are applied up to the next TNT, TIP or event packet, and the time a query reports
+ *     (pt_qry_time) is the one saved when its own packet was taken;
+ *   - last-IP decompression, the TNT cache, the three event queues (PSB+, TIP, FUP
+ *     bound) and the standalone event are libipt's, with the same limits.
+ *
+ * Done: PSB+ (FUP with erratum BDM70's look-ahead, MODE.Exec, TSC, TMA, MTC, CBR, PAD),
+ * TNT, TIP, TIP.PGE/PGD, FUP (asynchronous branches and disables), MODE.Exec, TSC, TMA,
+ * MTC, CBR, PAD, a PSB+ met on the way. Not done, answered PTD_FAST_FALLBACK: CYC (its
+ * calibration), OVF, PIP, VMCS, MODE.TSX, PTWRITE, power and MNT packets, STOP, unknown
+ * packets, any packet libipt's packet decoder refuses (a truncated last packet too),
+ * the errors libipt meets past those, and full event queues. The fast path then goes on
+ * with the block decoder from the last PSB (decode.c fast_fallback()).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pktq.h"
+
+/* libipt's sizes and limits (internal/include/pt_opcodes.h, pt_event_queue.h) */
+#define PSB_SIZE 16
+#define MTC_BITS 8
+#define TMA_CTC_BITS 16
+#define TMA_CTC_MASK 0xffffu
+#define MTC_MASK 0xffu
+#define EVQ_MAX 8
+
+enum evb { EVB_PSBEND, EVB_TIP, EVB_FUP, EVB_MAX };
+
+/* libipt's struct pt_time */
+struct qtime {
+	uint64_t tsc, base, fc;
+	uint32_t ctc, ctc_cyc, lost_mtc, lost_cyc;
+	uint8_t cbr;
+	bool have_tsc, have_cbr, have_tma, have_mtc;
+};
+
+struct pktq {
+	struct pt_config cfg;
+	struct pt_packet_decoder *pd;	/* the packets at pos */
+	struct pt_packet_decoder *look;	/* BDM70's look-ahead */
+	uint64_t size;
+	uint64_t pd_off;		/* where pd reads next; UINT64_MAX: not known */
+
+	bool synced;			/* pos and sync are set (libipt: pos != NULL) */
+	uint64_t pos, sync;
+	bool have_next;			/* libipt's decoder->next != NULL: nx is at pos */
+	bool nx_valid;			/* nx was read at nx_off */
+	uint64_t nx_off;
+	int nx_size;
+	struct pt_packet nx;
+
+	uint64_t ip;			/* last IP */
+	bool have_ip, ip_suppressed;
+	uint64_t tnt, tnt_index;	/* the TNT cache */
+	struct qtime time, last_time;
+	bool enabled, consume_packet;
+	struct pt_event *event;		/* the event the last decode published */
+	struct pt_event standalone;
+	struct pt_event queue[EVB_MAX][EVQ_MAX];
+	uint8_t qbegin[EVB_MAX], qend[EVB_MAX];
+	const char *why;
+
+	enum pktq_engine engine;
+	struct pt_query_decoder *ref;	/* libipt's, PKTQ_LIBIPT and PKTQ_CHECK */
+	bool ref_lost;			/* PKTQ_CHECK: own engine fell back, until a sync */
+	uint64_t queries;		/* PKTQ_CHECK: queries compared */
+};
+
+static int fallback(struct pktq *q, const char *why)
+{
+	q->why = why;
+	return PTD_FAST_FALLBACK;
+}
+
+const char *pktq_fallback_reason(const struct pktq *q)
+{
+	return q->why ? q->why : "none";
+}
+
+/* ---------------------------------------------------------------- events */
+
+static struct pt_event *evq_standalone(struct pktq *q)
+{
+	memset(&q->standalone, 0, sizeof(q->standalone));
+	return &q->standalone;
+}
+
+static struct pt_event *evq_enqueue(struct pktq *q, enum evb b)
+{
+	uint8_t idx = q->qend[b], end = (uint8_t)((idx + 1) % EVQ_MAX);
+
+	/* libipt leaves a gap so the last dequeued event is not overwritten */
+	if (q->qbegin[b] == (end + 1) % EVQ_MAX)
+		return NULL;
+	q->qend[b] = end;
+	memset(&q->queue[b][idx], 0, sizeof(q->queue[b][idx]));
+	return &q->queue[b][idx];
+}
+
+static struct pt_event *evq_dequeue(struct pktq *q, enum evb b)
+{
+	uint8_t begin = q->qbegin[b];
+
+	if (begin == q->qend[b])
+		return NULL;
+	q->qbegin[b] = (uint8_t)((begin + 1) % EVQ_MAX);
+	return &q->queue[b][begin];
+}
+
+static inline bool evq_pending(const struct pktq *q, enum evb b)
+{
+	return q->qbegin[b] != q->qend[b];
+}
+
+/* ---------------------------------------------------------------- last IP, time */
+
+static int last_ip_query(const struct pktq *q, uint64_t *ip)
+{
+	if (!q->have_ip || q->ip_suppressed) {
+		if (ip)
+			*ip = 0;
+		return q->have_ip ? -pte_ip_suppressed : -pte_noip;
+	}
+	if (ip)
+		*ip = q->ip;
+	return 0;
+}
+
+static int last_ip_update(struct pktq *q, const struct pt_packet_ip *p)
+{
+	switch (p->ipc) {
+	case pt_ipc_suppressed:
+		q->ip_suppressed = true;
+		return 0;
+	case pt_ipc_sext_48:
+		q->ip = (p->ip & (1ull << 47)) ? p->ip | ~0ull << 48 : p->ip & ~(~0ull << 48);
+		break;
+	case pt_ipc_update_16:
+		q->ip = (q->ip & ~0xffffull) | (p->ip & 0xffffull);
+		break;
+	case pt_ipc_update_32:
+		q->ip = (q->ip & ~0xffffffffull) | (p->ip & 0xffffffffull);
+		break;
+	case pt_ipc_update_48:
+		q->ip = (q->ip & ~0xffffffffffffull) | (p->ip & 0xffffffffffffull);
+		break;
+	case pt_ipc_full:
+		q->ip = p->ip;
+		break;
+	default:
+		return fallback(q, "ip compression");
+	}
+	q->have_ip = true;
+	q->ip_suppressed = false;
+	return 0;
+}
+
+/* pt_qry_event_ip: a missing ip suppresses the event's */
+static void event_ip(struct pktq *q, uint64_t *ip, struct pt_event *ev)
+{
+	if (last_ip_query(q, ip) < 0)
+		ev->ip_suppressed = 1;
+}
+
+/* pt_qry_event_time: the time at the packet (not the last query's) */
+static void event_time(const struct pktq *q, struct pt_event *ev)
+{
+	ev->tsc = q->time.tsc;
+	ev->lost_mtc = q->time.lost_mtc;
+	ev->lost_cyc = q->time.lost_cyc;
+	if (q->time.have_tsc)
+		ev->has_tsc = 1;
+}
+
+static void time_tsc(struct qtime *t, uint64_t tsc)
+{
+	t->have_tsc = true;
+	t->have_tma = false;
+	t->have_mtc = false;
+	t->tsc = t->base = tsc;
+	t->ctc = 0;
+	t->fc = 0;
+	t->lost_mtc = 0;
+	t->lost_cyc = 0;
+}
+
+static int time_tma(struct pktq *q, struct qtime *t, const struct pt_packet_tma *p)
+{
+	uint32_t mtc_hi = q->cfg.mtc_freq + MTC_BITS, ctc_mask = (1u << mtc_hi) - 1u;
+
+	/* libipt's errors (no TSC, a second TMA, MTC before it) */
+	if (!t->have_tsc || t->have_tma || t->have_mtc)
+		return fallback(q, "TMA out of place");
+	t->have_tma = true;
+	t->base -= p->fc;
+	t->fc += p->fc;
+	if (mtc_hi <= TMA_CTC_BITS)
+		t->have_mtc = true;
+	t->ctc = t->ctc_cyc = p->ctc & ctc_mask;
+	return 0;
+}
+
+static int time_mtc(struct pktq *q, struct qtime *t, const struct pt_packet_mtc *p)
+{
+	uint32_t last_ctc = t->ctc, ctc, ctc_delta;
+	uint8_t mtc_freq = q->cfg.mtc_freq;
+	bool have_mtc = t->have_mtc;
+
+	/* MTCs between TSC and TMA are ignored */
+	if (t->have_tsc && !t->have_tma)
+		return 0;
+	ctc = (uint32_t)p->ctc << mtc_freq;
+	if (t->fc || t->lost_cyc || !have_mtc)
+		t->ctc_cyc = ctc;
+	t->have_mtc = true;
+	t->fc = 0;
+	t->ctc = ctc;
+	t->lost_cyc = 0;
+	if (!have_mtc) {
+		uint32_t ctc_lo, ctc_hi;
+
+		if (!t->have_tma)
+			return 0;
+		if (last_ctc & ~TMA_CTC_MASK)
+			return fallback(q, "MTC after TMA");
+		ctc_lo = ctc & TMA_CTC_MASK;
+		ctc_hi = ctc & ~TMA_CTC_MASK;
+		if (ctc_lo < last_ctc) {
+			ctc_hi -= 1u << TMA_CTC_BITS;
+			ctc_hi &= MTC_MASK << mtc_freq;
+		}
+		last_ctc |= ctc_hi;
+	}
+	/* pt_time_ctc_delta: one wrap-around corrected */
+	if (ctc < last_ctc) {
+		ctc += 1u << (mtc_freq + MTC_BITS);
+		if (ctc < last_ctc)
+			return fallback(q, "MTC wrap");
+	}
+	ctc_delta = ctc - last_ctc;
+	/* pt_time_ctc_fc; without CPUID 0x15 libipt ignores the MTC (pte_bad_config) */
+	if (!q->cfg.cpuid_0x15_eax || !q->cfg.cpuid_0x15_ebx)
+		return 0;
+	t->base += ((uint64_t)ctc_delta * q->cfg.cpuid_0x15_ebx) / q->cfg.cpuid_0x15_eax;
+	t->tsc = t->base;
+	return 0;
+}
+
+static int time_cbr(struct pktq *q, struct qtime *t, uint8_t ratio)
+{
+	if (!ratio)
+		return fallback(q, "CBR 0");
+	t->have_cbr = true;
+	t->cbr = ratio;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- packets */
+
+static void reset(struct pktq *q)
+{
+	q->enabled = false;
+	q->consume_packet = false;
+	q->event = NULL;
+	q->ip = 0;
+	q->have_ip = q->ip_suppressed = false;
+	q->tnt = q->tnt_index = 0;
+	memset(&q->time, 0, sizeof(q->time));
+	memset(&q->last_time, 0, sizeof(q->last_time));
+	memset(q->qbegin, 0, sizeof(q->qbegin));
+	memset(q->qend, 0, sizeof(q->qend));
+	q->have_next = false;
+}
+
+#define PKT(t) (1u << (t))
+/* The packets done here that need no further look (MODE and CBR do: fetch_slow()). */
+#define PKT_DONE (PKT(ppt_pad) | PKT(ppt_psb) | PKT(ppt_psbend) | PKT(ppt_tnt_8) |	\
+		  PKT(ppt_tnt_64) | PKT(ppt_tip) | PKT(ppt_tip_pge) | PKT(ppt_tip_pgd) |	\
+		  PKT(ppt_fup) | PKT(ppt_tsc) | PKT(ppt_tma) | PKT(ppt_mtc) | PKT(ppt_ovf))
+/* libipt's pdff_event packets (of those done here): an event whatever is queued */
+#define PKT_EVENT (PKT(ppt_tip_pge) | PKT(ppt_tip_pgd) | PKT(ppt_mode) | PKT(ppt_cbr) |	\
+		   PKT(ppt_ovf))
+#define PKT_BRANCH (PKT(ppt_tip) | PKT(ppt_tnt_8) | PKT(ppt_tnt_64))
+
+static int fetch_slow(struct pktq *q)
+{
+	int size;
+
+	q->have_next = false;
+	if (q->pos >= q->size)
+		return -pte_eos;
+	if (!q->nx_valid || q->nx_off != q->pos) {
+		q->nx_valid = false;
+		if (q->pd_off != q->pos && pt_pkt_sync_set(q->pd, q->pos) < 0)
+			return fallback(q, "packet decoder sync");
+		size = pt_pkt_next(q->pd, &q->nx, sizeof(q->nx));
+		if (size < 0) {
+			q->pd_off = UINT64_MAX;
+			return fallback(q, "packet refused by libipt");
+		}
+		q->pd_off = q->pos + (uint64_t)size;
+		q->nx_off = q->pos;
+		q->nx_size = size;
+		q->nx_valid = true;
+	}
+	if (q->nx.type == ppt_cbr && !q->nx.payload.cbr.ratio)
+		return fallback(q, "CBR 0");
+	if (q->nx.type != ppt_cbr && q->nx.type != ppt_mode &&
+	    (q->nx.type >= 32 || !(PKT(q->nx.type) & PKT_DONE)))
+		return fallback(q, "packet type not done");
+	q->have_next = true;
+	return 0;
+}
+
+/* pt_df_fetch: the packet at pos into nx; -pte_eos at the end. The common case here:
+ * the packet decoder is at pos (the last packet was consumed). */
+static inline int fetch(struct pktq *q)
+{
+	if (__builtin_expect(q->pd_off == q->pos && q->pos < q->size, 1)) {
+		int size = pt_pkt_next(q->pd, &q->nx, sizeof(q->nx));
+
+		if (__builtin_expect(size > 0 && (unsigned)q->nx.type < 32 &&
+				     (PKT(q->nx.type) & PKT_DONE), 1)) {
+			q->nx_off = q->pos;
+			q->pd_off = q->pos + (uint64_t)size;
+			q->nx_size = size;
+			q->nx_valid = true;
+			q->have_next = true;
+			return 0;
+		}
+		/* again, slowly, to say why (or for MODE and CBR) */
+		q->nx_valid = false;
+		q->pd_off = UINT64_MAX;
+	}
+	return fetch_slow(q);
+}
+
+static inline bool is_tnt(const struct pktq *q)
+{
+	return q->nx.type == ppt_tnt_8 || q->nx.type == ppt_tnt_64;
+}
+
+/* pt_qry_will_event */
+static inline bool will_event(const struct pktq *q)
+{
+	if (!q->have_next)
+		return false;
+	if (PKT(q->nx.type) & PKT_EVENT)
+		return true;
+	switch (q->nx.type) {
+	case ppt_psbend:
+		return evq_pending(q, EVB_PSBEND);
+	case ppt_tip:
+		return evq_pending(q, EVB_TIP);
+	case ppt_fup:
+		return evq_pending(q, EVB_FUP);
+	default:
+		return false;
+	}
+}
+
+/* pt_qry_status_flags: events and the end only once the TNT bits are used up */
+static inline int status_flags(const struct pktq *q)
+{
+	int flags = 0;
+
+	if (!q->tnt_index) {
+		if (will_event(q))
+			flags |= pts_event_pending;
+		if (!q->have_next && q->pos >= q->size)
+			flags |= pts_eos;
+	}
+	return flags;
+}
+
+/* pt_qry_provoke_fetch_error: no next packet */
+static int provoke(struct pktq *q)
+{
+	if (!q->synced)
+		return -pte_nosync;
+	if (q->pos >= q->size)
+		return -pte_eos;
+	return fallback(q, "fetch error");
+}
+
+static void consume(struct pktq *q)
+{
+	q->pos += (uint64_t)q->nx_size;
+}
+
+/* BDM70: a PSB+ FUP while disabled that a TIP.PGE follows is not an enable */
+static int bdm70_applies(struct pktq *q, uint64_t from)
+{
+	struct pt_packet p;
+	int status;
+
+	if (pt_pkt_sync_set(q->look, from) < 0)
+		return fallback(q, "BDM70 look-ahead");
+	for (;;) {
+		status = pt_pkt_next(q->look, &p, sizeof(p));
+		if (status < 0)
+			return status == -pte_eos ? 0 : fallback(q, "BDM70 look-ahead");
+		switch (p.type) {
+		case ppt_tip_pge:
+			return 1;
+		case ppt_pad:
+		case ppt_tsc:
+		case ppt_cbr:
+		case ppt_psbend:
+		case ppt_pip:
+		case ppt_mode:
+		case ppt_vmcs:
+		case ppt_tma:
+		case ppt_mtc:
+		case ppt_cyc:
+		case ppt_mnt:
+			continue;
+		default:
+			return 0;
+		}
+	}
+}
+
+/* The event of the MODE packet nx (type and payload). */
+static void set_mode_event(struct pktq *q, struct pt_event *ev)
+{
+	const struct pt_packet_mode *m = &q->nx.payload.mode;
+
+	if (m->leaf == pt_mol_exec) {
+		ev->type = ptev_exec_mode;
+		ev->variant.exec_mode.mode = pt_get_exec_mode(&m->bits.exec);
+	} else {
+		ev->type = ptev_tsx;
+		ev->variant.tsx.speculative = m->bits.tsx.intx;
+		ev->variant.tsx.aborted = m->bits.tsx.abrt;
+	}
+}
+
+/* A PSB+ packet (libipt's header functions), nx at pos. */
+static int decode_header(struct pktq *q)
+{
+	struct pt_event *ev;
+	int status;
+
+	switch (q->nx.type) {
+	case ppt_pad:
+		break;
+	case ppt_fup:
+		if (q->cfg.errata.bdm70 && !q->enabled) {
+			status = bdm70_applies(q, q->pos + (uint64_t)q->nx_size);
+			if (status < 0)
+				return status;
+			if (status)
+				break;
+		}
+		status = last_ip_update(q, &q->nx.payload.ip);
+		if (status < 0)
+			return status;
+		if (q->nx.payload.ip.ipc != pt_ipc_suppressed)
+			q->enabled = true;
+		break;
+	case ppt_mode:
+		ev = evq_enqueue(q, EVB_PSBEND);
+		if (!ev)
+			return fallback(q, "event queue full");
+		set_mode_event(q, ev);
+		break;
+	case ppt_tsc:
+		time_tsc(&q->time, q->nx.payload.tsc.tsc);
+		break;
+	case ppt_cbr:
+		status = time_cbr(q, &q->time, q->nx.payload.cbr.ratio);
+		if (status < 0)
+			return status;
+		ev = evq_enqueue(q, EVB_PSBEND);
+		if (!ev)
+			return fallback(q, "event queue full");
+		ev->type = ptev_cbr;
+		ev->variant.cbr.ratio = q->nx.payload.cbr.ratio;
+		break;
+	case ppt_tma:
+		status = time_tma(q, &q->time, &q->nx.payload.tma);
+		if (status < 0)
+			return status;
+		break;
+	case ppt_mtc:
+		status = time_mtc(q, &q->time, &q->nx.payload.mtc);
+		if (status < 0)
+			return status;
+		break;
+	default:
+		/* libipt: -pte_bad_context */
+		return fallback(q, "packet in PSB+");
+	}
+	consume(q);
+	return 0;
+}
+
+/* pt_qry_decode_psb: the PSB and its header up to (not with) PSBEND */
+static int decode_psb(struct pktq *q)
+{
+	uint64_t at = q->pos;
+	int status;
+
+	consume(q);
+	q->have_ip = q->ip_suppressed = false;
+	q->ip = 0;
+	for (;;) {
+		status = fetch(q);
+		if (status)
+			break;
+		if (q->nx.type == ppt_psbend)
+			return 0;
+		status = decode_header(q);
+		if (status)
+			break;
+	}
+	/* back to the PSB, its events dropped */
+	q->pos = at;
+	q->qbegin[EVB_PSBEND] = q->qend[EVB_PSBEND] = 0;
+	return status;
+}
+
+/* pt_qry_decode_tip's binding of a pending event */
+static int event_tip(struct pktq *q, struct pt_event *ev)
+{
+	switch (ev->type) {
+	case ptev_async_branch:
+		q->consume_packet = true;
+		event_ip(q, &ev->variant.async_branch.to, ev);
+		return 0;
+	case ptev_exec_mode:
+		event_ip(q, &ev->variant.exec_mode.ip, ev);
+		return 0;
+	default:
+		return fallback(q, "event bound to TIP");
+	}
+}
+
+static int decode_tip(struct pktq *q)
+{
+	struct pt_event *ev;
+	int status = last_ip_update(q, &q->nx.payload.ip);
+
+	if (status < 0)
+		return status;
+	ev = evq_dequeue(q, EVB_TIP);
+	if (ev) {
+		status = event_tip(q, ev);
+		if (status < 0)
+			return status;
+		q->event = ev;
+		if (evq_pending(q, EVB_TIP) || !q->consume_packet)
+			return 0;
+		q->consume_packet = false;
+	}
+	consume(q);
+	return 0;
+}
+
+static int decode_tip_pge(struct pktq *q)
+{
+	struct pt_event *ev;
+	int status = last_ip_update(q, &q->nx.payload.ip);
+
+	if (status < 0)
+		return status;
+	if (!q->consume_packet) {
+		/* the enable first; the events bound to this packet next */
+		ev = evq_standalone(q);
+		ev->type = ptev_enabled;
+		if (last_ip_query(q, &ev->variant.enabled.ip) < 0)
+			return fallback(q, "TIP.PGE without ip");
+		event_time(q, ev);
+		q->tnt = q->tnt_index = 0;
+		q->consume_packet = true;
+		q->enabled = true;
+	} else {
+		ev = evq_dequeue(q, EVB_TIP);
+		if (!ev)
+			return fallback(q, "TIP.PGE without event");
+		if (ev->type != ptev_exec_mode)
+			return fallback(q, "event bound to TIP.PGE");
+		event_ip(q, &ev->variant.exec_mode.ip, ev);
+	}
+	q->event = ev;
+	if (evq_pending(q, EVB_TIP))
+		return 0;
+	q->consume_packet = false;
+	consume(q);
+	return 0;
+}
+
+static int decode_tip_pgd(struct pktq *q)
+{
+	struct pt_event *ev;
+	int status = last_ip_update(q, &q->nx.payload.ip);
+
+	if (status < 0)
+		return status;
+	ev = evq_dequeue(q, EVB_TIP);
+	if (ev) {
+		switch (ev->type) {
+		case ptev_async_branch: {
+			uint64_t at = ev->variant.async_branch.from;
+
+			ev->type = ptev_async_disabled;
+			ev->variant.async_disabled.at = at;
+			event_ip(q, &ev->variant.async_disabled.ip, ev);
+			break;
+		}
+		case ptev_exec_mode:
+			/* tracing is disabled when it applies */
+			ev->ip_suppressed = 1;
+			break;
+		default:
+			return fallback(q, "event bound to TIP.PGD");
+		}
+	} else {
+		ev = evq_standalone(q);
+		ev->type = ptev_disabled;
+		event_ip(q, &ev->variant.disabled.ip, ev);
+		event_time(q, ev);
+	}
+	q->event = ev;
+	if (evq_pending(q, EVB_TIP))
+		return 0;
+	q->enabled = false;
+	consume(q);
+	return 0;
+}
+
+static int decode_fup(struct pktq *q)
+{
+	struct pt_event *ev;
+	uint64_t ip;
+	int status = last_ip_update(q, &q->nx.payload.ip);
+
+	if (status < 0)
+		return status;
+	ev = evq_dequeue(q, EVB_FUP);
+	if (ev) {
+		switch (ev->type) {
+		case ptev_overflow:
+			q->consume_packet = true;
+			if (last_ip_query(q, &ev->variant.overflow.ip) < 0)
+				return fallback(q, "OVF FUP without ip");
+			break;
+		case ptev_tsx:
+			if (!ev->variant.tsx.aborted)
+				q->consume_packet = true;
+			event_ip(q, &ev->variant.tsx.ip, ev);
+			break;
+		default:
+			return fallback(q, "event bound to FUP");
+		}
+		q->event = ev;
+		if (evq_pending(q, EVB_FUP) || !q->consume_packet)
+			return 0;
+		q->consume_packet = false;
+		consume(q);
+		return 0;
+	}
+	/* an asynchronous branch, bound to the next TIP */
+	if (last_ip_query(q, &ip) < 0)
+		return fallback(q, "FUP without ip");
+	ev = evq_enqueue(q, EVB_TIP);
+	if (!ev)
+		return fallback(q, "event queue full");
+	ev->type = ptev_async_branch;
+	ev->variant.async_branch.from = ip;
+	event_time(q, ev);
+	consume(q);
+	return 0;
+}
+
+/* pt_qry_process_pending_psb_events: publish the next PSB+ event; whether there was one */
+static bool psbend_event(struct pktq *q)
+{
+	struct pt_event *ev = evq_dequeue(q, EVB_PSBEND);
+
+	if (!ev)
+		return false;
+	/* one per decode of the PSBEND (or OVF), as status updates */
+	ev->status_update = 1;
+	event_time(q, ev);
+	if (ev->type == ptev_exec_mode)
+		event_ip(q, &ev->variant.exec_mode.ip, ev);
+	else if (ev->type == ptev_tsx)
+		event_ip(q, &ev->variant.tsx.ip, ev);
+	q->event = ev;
+	return true;
+}
+
+static int decode_psbend(struct pktq *q)
+{
+	if (!psbend_event(q))
+		consume(q);
+	return 0;
+}
+
+/*
+ * pt_qry_find_ovf_fup: from `from` (after an OVF), the length up to the end of the FUP
+ * the overflow binds to, 0 when a packet says tracing was disabled first, or libipt's
+ * error (-pte_eos, -pte_bad_context, ...).
+ */
+static int ovf_fup(struct pktq *q, uint64_t from)
+{
+	struct pt_packet p;
+	uint64_t end;
+	int status = pt_pkt_sync_set(q->look, from);
+
+	for (; status >= 0;) {
+		status = pt_pkt_next(q->look, &p, sizeof(p));
+		if (status < 0)
+			return status;
+		switch (p.type) {
+		case ppt_fup:
+			if (pt_pkt_get_offset(q->look, &end) < 0 || end - from > INT32_MAX)
+				return fallback(q, "OVF");
+			return (int)(end - from);
+		case ppt_invalid:
+			return -pte_bad_opc;
+		case ppt_unknown:
+		case ppt_pad:
+		case ppt_mnt:
+		case ppt_cbr:
+		case ppt_tsc:
+		case ppt_tma:
+		case ppt_mtc:
+		case ppt_cyc:
+			continue;
+		case ppt_psbend:
+		case ppt_tip:
+		case ppt_tip_pgd:
+		case ppt_tnt_8:
+		case ppt_tnt_64:
+			return -pte_bad_context;
+		default:
+			return 0;
+		}
+	}
+	return status;
+}
+
+/*
+ * SKD010 (pt_qry_handle_skd010): an overflow that looks disabled may have lost its FUP.
+ * 1 where libipt finds the trace right as it is; what it would recover (resuming at a
+ * later packet) is not done here.
+ */
+static int skd010_fine(struct pktq *q, uint64_t from)
+{
+	struct qtime t = q->time;
+	struct pt_packet p;
+	bool mode_tsx = false;
+	int status;
+
+	if (pt_pkt_sync_set(q->look, from) < 0)
+		return fallback(q, "SKD010");
+	for (;;) {
+		status = pt_pkt_next(q->look, &p, sizeof(p));
+		if (status < 0)
+			return status == -pte_eos ? 1 : fallback(q, "SKD010");
+		switch (p.type) {
+		case ppt_tip_pge:
+		case ppt_tnt_8:
+		case ppt_tnt_64:
+		case ppt_ovf:
+		case ppt_stop:
+		case ppt_unknown:
+		case ppt_invalid:
+		case ppt_mwait:
+			return 1;
+		case ppt_mode:
+			if (p.payload.mode.leaf == pt_mol_tsx) {
+				if (mode_tsx)
+					return 1;
+				mode_tsx = true;
+			}
+			break;
+		case ppt_psb:
+			/* tracing is enabled if the PSB+ has a FUP */
+			for (;;) {
+				status = pt_pkt_next(q->look, &p, sizeof(p));
+				if (status < 0)
+					return status == -pte_eos ? 1 : fallback(q, "SKD010");
+				if (p.type == ppt_psbend)
+					return 1;
+				if (p.type == ppt_fup)
+					return fallback(q, "SKD010 recovery");
+			}
+		case ppt_exstop:
+			if (p.payload.exstop.ip)
+				return 1;
+			break;
+		case ppt_ptw:
+			if (p.payload.ptw.ip)
+				return 1;
+			break;
+		case ppt_tsc:
+			time_tsc(&t, p.payload.tsc.tsc);
+			break;
+		case ppt_cbr:
+			if (time_cbr(q, &t, p.payload.cbr.ratio) < 0)
+				return PTD_FAST_FALLBACK;
+			break;
+		case ppt_tma:
+			if (time_tma(q, &t, &p.payload.tma) < 0)
+				return PTD_FAST_FALLBACK;
+			break;
+		case ppt_mtc:
+			if (time_mtc(q, &t, &p.payload.mtc) < 0)
+				return PTD_FAST_FALLBACK;
+			break;
+		case ppt_tip_pgd:
+		case ppt_fup:
+		case ppt_tip:
+			return fallback(q, "SKD010 recovery");
+		case ppt_psbend:
+			return fallback(q, "SKD010: PSBEND");
+		default:
+			/* PIP, VMCS, PAD, MNT, power events, CYC: skipped */
+			break;
+		}
+	}
+}
+
+/* pt_qry_decode_ovf */
+static int decode_ovf(struct pktq *q)
+{
+	struct qtime t = q->time;
+	struct pt_event *ev;
+	int found, status;
+
+	/* the PSB+ events first */
+	if (psbend_event(q))
+		return 0;
+	/* the state is reset, the time kept */
+	reset(q);
+	q->time = t;
+	consume(q);
+	found = ovf_fup(q, q->pos);
+	if (found == PTD_FAST_FALLBACK)
+		return found;
+	if (found > 0) {
+		/* resolved while tracing: the overflow binds to that FUP */
+		if (q->cfg.errata.apl12)
+			return fallback(q, "APL12");
+		ev = evq_enqueue(q, EVB_FUP);
+		if (!ev)
+			return fallback(q, "event queue full");
+		ev->type = ptev_overflow;
+		q->enabled = true;
+		event_time(q, ev);
+		return 0;
+	}
+	if (q->cfg.errata.skd010) {
+		status = skd010_fine(q, q->pos);
+		if (status <= 0)
+			return status ? status : fallback(q, "SKD010");
+	}
+	if (q->cfg.errata.apl11 && found == -pte_bad_context)
+		return fallback(q, "APL11");
+	if (found < 0 && found != -pte_eos)
+		return fallback(q, "OVF: no FUP");
+	/* resolved with tracing disabled: standalone, no ip */
+	ev = evq_standalone(q);
+	ev->type = ptev_overflow;
+	ev->ip_suppressed = 1;
+	q->enabled = false;
+	q->event = ev;
+	event_time(q, ev);
+	return 0;
+}
+
+/* dfun->decode of the packet nx at pos */
+static int decode(struct pktq *q)
+{
+	struct pt_event *ev;
+	int status;
+
+	switch (q->nx.type) {
+	case ppt_pad:
+		break;
+	case ppt_psb:
+		return decode_psb(q);
+	case ppt_psbend:
+		return decode_psbend(q);
+	case ppt_tnt_8:
+	case ppt_tnt_64:
+		if (q->tnt_index || !q->nx.payload.tnt.bit_size)
+			return fallback(q, "TNT");
+		q->tnt = q->nx.payload.tnt.payload;
+		q->tnt_index = 1ull << (q->nx.payload.tnt.bit_size - 1);
+		break;
+	case ppt_tip:
+		return decode_tip(q);
+	case ppt_tip_pge:
+		return decode_tip_pge(q);
+	case ppt_tip_pgd:
+		return decode_tip_pgd(q);
+	case ppt_fup:
+		return decode_fup(q);
+	case ppt_mode:
+		if (q->nx.payload.mode.leaf == pt_mol_exec) {
+			/* MODE.Exec binds to TIP */
+			ev = evq_enqueue(q, EVB_TIP);
+		} else if (!q->enabled) {
+			/* MODE.TSX: standalone while disabled, without an ip */
+			ev = evq_standalone(q);
+			ev->ip_suppressed = 1;
+			q->event = ev;
+		} else {
+			/* ... else bound to FUP */
+			ev = evq_enqueue(q, EVB_FUP);
+		}
+		if (!ev)
+			return fallback(q, "event queue full");
+		set_mode_event(q, ev);
+		event_time(q, ev);
+		break;
+	case ppt_ovf:
+		return decode_ovf(q);
+	case ppt_tsc:
+		time_tsc(&q->time, q->nx.payload.tsc.tsc);
+		break;
+	case ppt_tma:
+		status = time_tma(q, &q->time, &q->nx.payload.tma);
+		if (status < 0)
+			return status;
+		break;
+	case ppt_mtc:
+		status = time_mtc(q, &q->time, &q->nx.payload.mtc);
+		if (status < 0)
+			return status;
+		break;
+	case ppt_cbr:
+		status = time_cbr(q, &q->time, q->nx.payload.cbr.ratio);
+		if (status < 0)
+			return status;
+		ev = evq_standalone(q);
+		ev->type = ptev_cbr;
+		ev->variant.cbr.ratio = q->nx.payload.cbr.ratio;
+		q->event = ev;
+		event_time(q, ev);
+		break;
+	default:
+		return fallback(q, "packet type not done");
+	}
+	consume(q);
+	return 0;
+}
+
+/* pt_qry_read_ahead: status packets up to the next TNT, TIP or event packet */
+static int read_ahead(struct pktq *q)
+{
+	int status;
+
+	for (;;) {
+		status = fetch(q);
+		if (status)
+			return status;
+		/* PAD: most packets of some traces */
+		if (q->nx.type == ppt_pad) {
+			q->pos += 1;
+			continue;
+		}
+		if ((PKT(q->nx.type) & PKT_BRANCH) || will_event(q))
+			return 0;
+		status = decode(q);
+		if (status) {
+			/* a truncated status packet at the end */
+			if (status == -pte_eos) {
+				q->pos = q->size;
+				q->have_next = false;
+			}
+			return status;
+		}
+	}
+}
+
+/* ---------------------------------------------------------------- queries */
+
+static int start_at(struct pktq *q, uint64_t off, uint64_t *ip)
+{
+	int status;
+
+	reset(q);
+	q->synced = true;
+	q->sync = q->pos = off;
+	status = fetch(q);
+	if (status)
+		return status;
+	if (q->nx.type != ppt_psb)
+		return -pte_nosync;
+	status = decode_psb(q);
+	if (status < 0)
+		return status;
+	/* the start address before reading ahead (an adjacent PSB+ may change it) */
+	if (ip && !last_ip_query(q, ip))
+		ip = NULL;
+	status = read_ahead(q);
+	if (status < 0)
+		return status;
+	status = status_flags(q);
+	if (last_ip_query(q, ip) < 0 && ip)
+		status |= pts_ip_suppressed;
+	return status;
+}
+
+static int own_sync_forward(struct pktq *q, uint64_t *ip)
+{
+	uint64_t pos = q->synced ? q->pos : 0, space, off;
+	int status;
+
+	if (q->synced && pos == q->sync)
+		pos += PSB_SIZE;
+	/* a bit earlier, for a PSB a preceding packet partly consumed */
+	space = pos < PSB_SIZE ? pos : PSB_SIZE - 1;
+	pos -= space;
+	if (pos > q->size)
+		return -pte_internal;
+	/* libipt's packet decoder searches from one past a position it is set to */
+	if (pos) {
+		status = pt_pkt_sync_set(q->pd, pos - 1);
+	} else {
+		struct pt_packet_decoder *fresh = pt_pkt_alloc_decoder(&q->cfg);
+
+		status = fresh ? 0 : -pte_nomem;
+		if (fresh) {
+			pt_pkt_free_decoder(q->pd);
+			q->pd = fresh;
+		}
+	}
+	if (status >= 0)
+		status = pt_pkt_sync_forward(q->pd);
+	q->pd_off = UINT64_MAX;
+	if (status < 0)
+		return status;
+	status = pt_pkt_get_sync_offset(q->pd, &off);
+	if (status < 0)
+		return status;
+	q->pd_off = off;
+	return start_at(q, off, ip);
+}
+
+static int own_sync_set(struct pktq *q, uint64_t *ip, uint64_t offset)
+{
+	const uint8_t *p = q->cfg.begin + offset;
+
+	/* pt_sync_set's checks (a PSB there); a PSB libipt refuses is left to fetch() */
+	if (offset > q->size || q->size < offset + 2)
+		return -pte_eos;
+	if (p[0] != 0x02 || p[1] != 0x82)
+		return -pte_nosync;
+	return start_at(q, offset, ip);
+}
+
+static int own_get_offset(const struct pktq *q, uint64_t *offset)
+{
+	if (!q->synced)
+		return -pte_nosync;
+	*offset = q->pos;
+	return 0;
+}
+
+static int own_get_sync_offset(const struct pktq *q, uint64_t *offset)
+{
+	if (!q->synced)
+		return -pte_nosync;
+	*offset = q->sync;
+	return 0;
+}
+
+/* pt_qry_cache_tnt: the next TNT packet into the cache */
+static int cache_tnt(struct pktq *q)
+{
+	int status;
+
+	for (;;) {
+		if (!q->have_next)
+			return provoke(q);
+		if (is_tnt(q)) {
+			/* decode(): the common case, directly */
+			if (!q->nx.payload.tnt.bit_size)
+				return fallback(q, "TNT");
+			q->tnt = q->nx.payload.tnt.payload;
+			q->tnt_index = 1ull << (q->nx.payload.tnt.bit_size - 1);
+			q->pos += (uint64_t)q->nx_size;
+			break;
+		}
+		if (will_event(q) || q->nx.type == ppt_tip)
+			return -pte_bad_query;
+		q->event = NULL;
+		status = decode(q);
+		if (status)
+			return status;
+		if (q->event)
+			return -pte_event_ignored;
+		status = read_ahead(q);
+		if (status)
+			return status;
+	}
+	q->last_time = q->time;
+	status = read_ahead(q);
+	if (status < 0 && status != -pte_eos)
+		return status;
+	return 0;
+}
+
+static int own_cond_branch(struct pktq *q, int *taken)
+{
+	int status;
+
+	if (!q->tnt_index) {
+		status = cache_tnt(q);
+		if (status < 0)
+			return status;
+	}
+	*taken = (q->tnt & q->tnt_index) != 0;
+	q->tnt_index >>= 1;
+	return status_flags(q);
+}
+
+static int own_cond_bits(struct pktq *q, uint64_t *bits, unsigned *n)
+{
+	uint64_t payload, index, b = 0;
+	unsigned k = 0;
+
+	if (q->tnt_index) {
+		payload = q->tnt;
+		index = q->tnt_index;
+	} else if (q->have_next && is_tnt(q) && q->nx.payload.tnt.bit_size) {
+		/* what cache_tnt() would take first */
+		payload = q->nx.payload.tnt.payload;
+		index = 1ull << (q->nx.payload.tnt.bit_size - 1);
+	} else {
+		index = payload = 0;
+	}
+	for (; index; index >>= 1, k++)
+		if (payload & index)
+			b |= 1ull << k;
+	*bits = b;
+	*n = k;
+	return 0;
+}
+
+static int own_cond_take(struct pktq *q, unsigned n)
+{
+	uint64_t left;
+	int status;
+
+	if (!n)
+		return -pte_invalid;
+	if (!q->tnt_index) {
+		status = cache_tnt(q);
+		if (status < 0)
+			return status;
+	}
+	/* the bits left: index is the next one's, the oldest is the highest */
+	left = (uint64_t)(64 - __builtin_clzll(q->tnt_index));
+	if (n > left)
+		return -pte_invalid;
+	q->tnt_index = n == 64 ? 0 : q->tnt_index >> n;
+	return status_flags(q);
+}
+
+static int own_indirect_branch(struct pktq *q, uint64_t *addr)
+{
+	int status, flags = 0;
+
+	for (;;) {
+		if (!q->have_next)
+			return provoke(q);
+		if (will_event(q))
+			return -pte_bad_query;
+		q->event = NULL;
+		/* a TNT while bits are left: the user is out of step */
+		if (is_tnt(q) && q->tnt_index)
+			return -pte_bad_query;
+		status = decode(q);
+		if (status)
+			return status;
+		if (q->event)
+			return -pte_event_ignored;
+		if (q->nx.type == ppt_tip) {
+			uint64_t ip;
+
+			if (last_ip_query(q, &ip) < 0)
+				flags |= pts_ip_suppressed;
+			else
+				*addr = ip;
+			break;
+		}
+		status = read_ahead(q);
+		if (status)
+			return status;
+	}
+	q->last_time = q->time;
+	status = read_ahead(q);
+	if (status < 0 && status != -pte_eos)
+		return status;
+	return flags | status_flags(q);
+}
+
+static int own_event(struct pktq *q, struct pt_event *event, size_t size)
+{
+	int status;
+
+	if (size < offsetof(struct pt_event, variant))
+		return -pte_invalid;
+	if (q->tnt_index)
+		return -pte_bad_query;
+	if (size > sizeof(*event))
+		size = sizeof(*event);
+	for (;;) {
+		if (!q->have_next)
+			return provoke(q);
+		if ((q->nx.type == ppt_tip || is_tnt(q)) && !will_event(q))
+			return -pte_bad_query;
+		q->event = NULL;
+		status = decode(q);
+		if (status)
+			return status;
+		if (q->event) {
+			memcpy(event, q->event, size);
+			break;
+		}
+		status = read_ahead(q);
+		if (status)
+			return status;
+	}
+	q->last_time = q->time;
+	status = read_ahead(q);
+	if (status < 0 && status != -pte_eos)
+		return status;
+	return status_flags(q);
+}
+
+static int own_time(const struct pktq *q, uint64_t *time, uint32_t *lost_mtc, uint32_t *lost_cyc)
+{
+	*time = q->last_time.tsc;
+	if (lost_mtc)
+		*lost_mtc = q->last_time.lost_mtc;
+	if (lost_cyc)
+		*lost_cyc = q->last_time.lost_cyc;
+	return q->last_time.have_tsc ? 0 : -pte_no_time;
+}
+
+/* ---------------------------------------------------------------- engines */
+
+/* PKTQ_CHECK: a difference from libipt's query decoder is a bug here: say it and stop. */
+static void differs(const struct pktq *q, const char *what, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4), noreturn));
+
+static void differs(const struct pktq *q, const char *what, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "pktq: %s differs from libipt's query decoder after %" PRIu64
+		" queries (offset %#" PRIx64 "): ", what, q->queries, q->pos);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	abort();
+}
+
+/*
+ * After a query both engines answered (PKTQ_CHECK): the same result and the same state
+ * as the user sees it (offsets, time). `own` PTD_FAST_FALLBACK: nothing to compare, the
+ * engines part until the next sync.
+ */
+static int compare(struct pktq *q, const char *what, int own, int ref)
+{
+	uint64_t a = 0, b = 0;
+	uint32_t am, bm, ac, bc;
+	int sa, sb;
+
+	q->queries++;
+	if (own == PTD_FAST_FALLBACK) {
+		q->ref_lost = true;
+		return own;
+	}
+	if (own != ref)
+		differs(q, what, "status %d, libipt %d", own, ref);
+	sa = own_get_offset(q, &a);
+	sb = pt_qry_get_offset(q->ref, &b);
+	if (sa != sb || (sa >= 0 && a != b))
+		differs(q, what, "offset %#" PRIx64 " (%d), libipt %#" PRIx64 " (%d)", a, sa, b, sb);
+	sa = own_get_sync_offset(q, &a);
+	sb = pt_qry_get_sync_offset(q->ref, &b);
+	if (sa != sb || (sa >= 0 && a != b))
+		differs(q, what, "sync offset %#" PRIx64 ", libipt %#" PRIx64, a, b);
+	a = b = 0;
+	am = bm = ac = bc = 0;
+	sa = own_time(q, &a, &am, &ac);
+	sb = pt_qry_time(q->ref, &b, &bm, &bc);
+	if (sa != sb || a != b || am != bm || ac != bc)
+		differs(q, what, "time %" PRIu64 " (%d, lost %u/%u), libipt %" PRIu64
+			" (%d, lost %u/%u)", a, sa, am, ac, b, sb, bm, bc);
+	return own;
+}
+
+/* Whether the engines are in step (PKTQ_CHECK): a query is asked of both. */
+static bool both(const struct pktq *q)
+{
+	return q->engine == PKTQ_CHECK && !q->ref_lost;
+}
+
+int pktq_sync_forward(struct pktq *q, uint64_t *ip)
+{
+	uint64_t ref_ip = 0;
+	int own, ref;
+
+	if (q->engine == PKTQ_LIBIPT)
+		return pt_qry_sync_forward(q->ref, ip);
+	own = own_sync_forward(q, ip);
+	if (q->engine != PKTQ_CHECK)
+		return own;
+	/* after a fallback libipt's decoder is elsewhere: it starts at our PSB */
+	if (q->ref_lost) {
+		if (own < 0 && own != PTD_FAST_FALLBACK)
+			return own;
+		ref = own_get_sync_offset(q, &ref_ip);
+		if (ref >= 0)
+			ref = pt_qry_sync_set(q->ref, &ref_ip, ref_ip);
+	} else {
+		ref = pt_qry_sync_forward(q->ref, &ref_ip);
+	}
+	q->ref_lost = false;
+	if (own >= 0 && ref >= 0 && !(own & pts_ip_suppressed) && *ip != ref_ip)
+		differs(q, "sync_forward", "ip %#" PRIx64 ", libipt %#" PRIx64, *ip, ref_ip);
+	return compare(q, "sync_forward", own, ref);
+}
+
+int pktq_sync_set(struct pktq *q, uint64_t *ip, uint64_t offset)
+{
+	uint64_t ref_ip = 0;
+	int own, ref;
+
+	if (q->engine == PKTQ_LIBIPT)
+		return pt_qry_sync_set(q->ref, ip, offset);
+	own = own_sync_set(q, ip, offset);
+	if (q->engine != PKTQ_CHECK)
+		return own;
+	ref = pt_qry_sync_set(q->ref, &ref_ip, offset);
+	q->ref_lost = false;
+	if (own >= 0 && ref >= 0 && !(own & pts_ip_suppressed) && *ip != ref_ip)
+		differs(q, "sync_set", "ip %#" PRIx64 ", libipt %#" PRIx64, *ip, ref_ip);
+	return compare(q, "sync_set", own, ref);
+}
+
+int pktq_get_offset(const struct pktq *q, uint64_t *offset)
+{
+	if (q->engine == PKTQ_LIBIPT)
+		return pt_qry_get_offset(q->ref, offset);
+	return own_get_offset(q, offset);
+}
+
+int pktq_get_sync_offset(const struct pktq *q, uint64_t *offset)
+{
+	if (q->engine == PKTQ_LIBIPT)
+		return pt_qry_get_sync_offset(q->ref, offset);
+	return own_get_sync_offset(q, offset);
+}
+
+int pktq_time(const struct pktq *q, uint64_t *time, uint32_t *lost_mtc, uint32_t *lost_cyc)
+{
+	if (q->engine == PKTQ_LIBIPT)
+		return pt_qry_time(q->ref, time, lost_mtc, lost_cyc);
+	return own_time(q, time, lost_mtc, lost_cyc);
+}
+
+int pktq_cond_branch(struct pktq *q, int *taken)
+{
+	int own, ref, ref_taken = -1;
+
+	if (q->engine == PKTQ_LIBIPT)
+		return pt_qry_cond_branch(q->ref, taken);
+	own = own_cond_branch(q, taken);
+	if (!both(q))
+		return own;
+	ref = pt_qry_cond_branch(q->ref, &ref_taken);
+	if (own >= 0 && ref >= 0 && *taken != ref_taken)
+		differs(q, "cond_branch", "taken %d, libipt %d", *taken, ref_taken);
+	return compare(q, "cond_branch", own, ref);
+}
+
+int pktq_indirect_branch(struct pktq *q, uint64_t *ip)
+{
+	uint64_t ref_ip = 0;
+	int own, ref;
+
+	if (q->engine == PKTQ_LIBIPT)
+		return pt_qry_indirect_branch(q->ref, ip);
+	own = own_indirect_branch(q, ip);
+	if (!both(q))
+		return own;
+	ref = pt_qry_indirect_branch(q->ref, &ref_ip);
+	if (own >= 0 && ref >= 0 && !(own & pts_ip_suppressed) && *ip != ref_ip)
+		differs(q, "indirect_branch", "ip %#" PRIx64 ", libipt %#" PRIx64, *ip, ref_ip);
+	return compare(q, "indirect_branch", own, ref);
+}
+
+int pktq_event(struct pktq *q, struct pt_event *event, size_t size)
+{
+	struct pt_event ref_ev;
+	int own, ref;
+
+	if (q->engine == PKTQ_LIBIPT)
+		return pt_qry_event(q->ref, event, size);
+	own = own_event(q, event, size);
+	if (!both(q))
+		return own;
+	memset(&ref_ev, 0, sizeof(ref_ev));
+	ref = pt_qry_event(q->ref, &ref_ev, size);
+	if (own >= 0 && ref >= 0 && memcmp(event, &ref_ev, size < sizeof(ref_ev) ? size
+								       : sizeof(ref_ev)))
+		differs(q, "event", "type %d ip_suppressed %d tsc %" PRIu64 ", libipt type %d "
+			"ip_suppressed %d tsc %" PRIu64, event->type, event->ip_suppressed,
+			event->tsc, ref_ev.type, ref_ev.ip_suppressed, ref_ev.tsc);
+	return compare(q, "event", own, ref);
+}
+
+int pktq_cond_bits(struct pktq *q, uint64_t *bits, unsigned *n)
+{
+	if (q->engine == PKTQ_LIBIPT) {
+		*bits = 0;
+		*n = 0;
+		return -pte_not_supported;
+	}
+	return own_cond_bits(q, bits, n);
+}
+
+int pktq_cond_take(struct pktq *q, unsigned n)
+{
+	int own, ref = 0, taken;
+	unsigned k;
+
+	if (q->engine == PKTQ_LIBIPT)
+		return -pte_not_supported;
+	own = own_cond_take(q, n);
+	if (!both(q))
+		return own;
+	/* n calls of libipt's: every one but the last says 0 */
+	for (k = 0; k < n && ref >= 0; k++) {
+		ref = pt_qry_cond_branch(q->ref, &taken);
+		if (ref > 0 && k + 1 < n)
+			differs(q, "cond_take", "libipt's status %d at bit %u of %u", ref, k, n);
+	}
+	return compare(q, "cond_take", own, ref);
+}
+
+enum pktq_engine pktq_engine_of(const struct pktq *q)
+{
+	return q->engine;
+}
+
+const char *pktq_engine_name(enum pktq_engine e)
+{
+	switch (e) {
+	case PKTQ_OWN:
+		return "pktq";
+	case PKTQ_LIBIPT:
+		return "libipt";
+	default:
+		return "check";
+	}
+}
+
+enum pktq_engine pktq_engine_from_env(void)
+{
+	const char *e = getenv("PTBPF_FAST_QUERY");
+
+	if (e && !strcmp(e, "libipt"))
+		return PKTQ_LIBIPT;
+	if (e && !strcmp(e, "check"))
+		return PKTQ_CHECK;
+	return PKTQ_OWN;
+}
+
+struct pktq *pktq_new(const struct pt_config *cfg, enum pktq_engine engine)
+{
+	struct pktq *q = calloc(1, sizeof(*q));
+
+	if (!q)
+		return NULL;
+	q->cfg = *cfg;
+	memset(&q->cfg.flags, 0, sizeof(q->cfg.flags));
+	q->engine = engine;
+	q->size = (uint64_t)(cfg->end - cfg->begin);
+	q->pd_off = UINT64_MAX;
+	q->pd = pt_pkt_alloc_decoder(&q->cfg);
+	q->look = pt_pkt_alloc_decoder(&q->cfg);
+	if (engine != PKTQ_OWN)
+		q->ref = pt_qry_alloc_decoder(&q->cfg);
+	if (!q->pd || !q->look || (engine != PKTQ_OWN && !q->ref)) {
+		pktq_free(q);
+		return NULL;
+	}
+	return q;
+}
+
+void pktq_free(struct pktq *q)
+{
+	if (!q)
+		return;
+	pt_pkt_free_decoder(q->pd);
+	pt_pkt_free_decoder(q->look);
+	pt_qry_free_decoder(q->ref);
+	free(q);
+}
