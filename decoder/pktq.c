@@ -39,6 +39,8 @@
 #define TMA_CTC_BITS 16
 #define TMA_CTC_MASK 0xffffu
 #define MTC_MASK 0xffu
+#define TSC_BITS 56
+#define FCR_SHR 8
 #define EVQ_MAX 8
 
 enum evb { EVB_PSBEND, EVB_TIP, EVB_FUP, EVB_MAX };
@@ -49,6 +51,13 @@ struct qtime {
 	uint32_t ctc, ctc_cyc, lost_mtc, lost_cyc;
 	uint8_t cbr;
 	bool have_tsc, have_cbr, have_tma, have_mtc;
+};
+
+/* libipt's struct pt_time_cal: the fast-counter:cycles ratio CYC needs */
+struct qtcal {
+	uint64_t fcr, min_fcr, max_fcr, tsc, cyc_tsc, cyc_mtc;
+	uint32_t ctc, lost_mtc;
+	bool have_mtc, check_skl168;
 };
 
 struct pktq {
@@ -70,6 +79,7 @@ struct pktq {
 	bool have_ip, ip_suppressed;
 	uint64_t tnt, tnt_index;	/* the TNT cache */
 	struct qtime time, last_time;
+	struct qtcal tcal;
 	bool enabled, consume_packet;
 	struct pt_event *event;		/* the event the last decode published */
 	struct pt_event standalone;
@@ -189,6 +199,27 @@ static void event_time(const struct pktq *q, struct pt_event *ev)
 		ev->has_tsc = 1;
 }
 
+/* pt_time_ctc_delta: one wrap-around corrected */
+static int ctc_delta(const struct pktq *q, uint32_t ctc, uint32_t last_ctc, uint32_t *delta)
+{
+	if (ctc < last_ctc) {
+		ctc += 1u << (q->cfg.mtc_freq + MTC_BITS);
+		if (ctc < last_ctc)
+			return -pte_bad_packet;
+	}
+	*delta = ctc - last_ctc;
+	return 0;
+}
+
+/* pt_time_ctc_fc */
+static int ctc_fc(const struct pktq *q, uint64_t ctc, uint64_t *fc)
+{
+	if (!q->cfg.cpuid_0x15_eax || !q->cfg.cpuid_0x15_ebx)
+		return -pte_bad_config;
+	*fc = (ctc * q->cfg.cpuid_0x15_ebx) / q->cfg.cpuid_0x15_eax;
+	return 0;
+}
+
 static void time_tsc(struct qtime *t, uint64_t tsc)
 {
 	t->have_tsc = true;
@@ -219,8 +250,9 @@ static int time_tma(struct pktq *q, struct qtime *t, const struct pt_packet_tma 
 
 static int time_mtc(struct pktq *q, struct qtime *t, const struct pt_packet_mtc *p)
 {
-	uint32_t last_ctc = t->ctc, ctc, ctc_delta;
+	uint32_t last_ctc = t->ctc, ctc, delta;
 	uint8_t mtc_freq = q->cfg.mtc_freq;
+	uint64_t fc;
 	bool have_mtc = t->have_mtc;
 
 	/* MTCs between TSC and TMA are ignored */
@@ -248,17 +280,14 @@ static int time_mtc(struct pktq *q, struct qtime *t, const struct pt_packet_mtc 
 		}
 		last_ctc |= ctc_hi;
 	}
-	/* pt_time_ctc_delta: one wrap-around corrected */
-	if (ctc < last_ctc) {
-		ctc += 1u << (mtc_freq + MTC_BITS);
-		if (ctc < last_ctc)
-			return fallback(q, "MTC wrap");
+	if (ctc_delta(q, ctc, last_ctc, &delta) < 0) {
+		t->lost_mtc += 1;
+		return fallback(q, "MTC wrap");
 	}
-	ctc_delta = ctc - last_ctc;
-	/* pt_time_ctc_fc; without CPUID 0x15 libipt ignores the MTC (pte_bad_config) */
-	if (!q->cfg.cpuid_0x15_eax || !q->cfg.cpuid_0x15_ebx)
+	/* without CPUID 0x15 libipt ignores the MTC (pte_bad_config) */
+	if (ctc_fc(q, delta, &fc) < 0)
 		return 0;
-	t->base += ((uint64_t)ctc_delta * q->cfg.cpuid_0x15_ebx) / q->cfg.cpuid_0x15_eax;
+	t->base += fc;
 	t->tsc = t->base;
 	return 0;
 }
@@ -270,6 +299,182 @@ static int time_cbr(struct pktq *q, struct qtime *t, uint8_t ratio)
 	t->have_cbr = true;
 	t->cbr = ratio;
 	return 0;
+}
+
+/* pt_time_update_cyc (with pt_time_adjust_cyc) */
+static int time_cyc(struct pktq *q, struct qtime *t, uint64_t cyc, uint64_t fcr)
+{
+	uint64_t fc = t->fc;
+	int status;
+
+	if (!fcr) {
+		t->lost_cyc += 1;
+		return 0;
+	}
+	if (!fc && t->ctc != t->ctc_cyc) {
+		uint64_t cfc, old_cyc;
+		uint32_t delta;
+
+		status = ctc_delta(q, t->ctc, t->ctc_cyc, &delta);
+		if (status < 0)
+			return status;
+		status = ctc_fc(q, delta, &cfc);
+		if (status < 0)
+			return status;
+		old_cyc = (cfc << FCR_SHR) / fcr;
+		cyc = (cyc < old_cyc ? old_cyc : cyc) - old_cyc;
+	}
+	fc += (cyc * fcr) >> FCR_SHR;
+	t->fc = fc;
+	t->tsc = t->base + fc;
+	return 0;
+}
+
+static void tcal_init(struct qtcal *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->min_fcr = UINT64_MAX;
+}
+
+static bool tcal_have_fcr(const struct qtcal *c)
+{
+	return c->min_fcr <= c->max_fcr;
+}
+
+static void tcal_set_fcr(struct qtcal *c, uint64_t fcr)
+{
+	c->fcr = fcr;
+	if (fcr < c->min_fcr)
+		c->min_fcr = fcr;
+	if (fcr > c->max_fcr)
+		c->max_fcr = fcr;
+}
+
+/* pt_tcal_header_tsc: a TSC in PSB+ calibrates with the cycles since the last one */
+static int tcal_header_tsc(struct qtcal *c, uint64_t tsc)
+{
+	uint64_t last_tsc = c->tsc, cyc = c->cyc_tsc, delta;
+
+	c->tsc = tsc;
+	c->cyc_tsc = 0;
+	if (!last_tsc || !cyc || c->have_mtc)
+		return 0;
+	if (tsc < last_tsc) {
+		tsc += 1ull << TSC_BITS;
+		if (tsc < last_tsc)
+			return -pte_bad_packet;
+	}
+	delta = tsc - last_tsc;
+	if (delta & ~(~0ull >> FCR_SHR))
+		return -pte_internal;
+	tcal_set_fcr(c, (delta << FCR_SHR) / cyc);
+	return 0;
+}
+
+/* pt_tcal_header_cbr: the nominal frequency calibrates */
+static int tcal_header_cbr(const struct pktq *q, struct qtcal *c, uint8_t cbr)
+{
+	uint64_t p1 = q->cfg.nom_freq;
+
+	if (!p1)
+		return 0;
+	if (!cbr)
+		return -pte_bad_packet;
+	tcal_set_fcr(c, (p1 << FCR_SHR) / cbr);
+	return 0;
+}
+
+/* pt_tcal_update_mtc */
+static int tcal_mtc(const struct pktq *q, struct qtcal *c, uint8_t mtc)
+{
+	uint32_t last_ctc = c->ctc, ctc = (uint32_t)mtc << q->cfg.mtc_freq, delta;
+	uint64_t cyc = c->cyc_mtc, fc, fcr;
+	bool check_skl168 = c->check_skl168;
+	int status;
+
+	c->check_skl168 = false;
+	if (!c->have_mtc) {
+		c->cyc_mtc = 0;
+		c->ctc = ctc;
+		c->have_mtc = true;
+		return 0;
+	}
+	if (!cyc)
+		return 0;
+	c->have_mtc = true;
+	c->cyc_mtc = 0;
+	c->ctc = ctc;
+	c->lost_mtc += 1;
+	status = ctc_delta(q, ctc, last_ctc, &delta);
+	if (status < 0)
+		return status;
+	status = ctc_fc(q, delta, &fc);
+	if (status < 0)
+		return status;
+	if (fc & ~(~0ull >> FCR_SHR))
+		return -pte_internal;
+	fcr = (fc << FCR_SHR) / cyc;
+	/* SKL168: CYC packets dropped before PSB; the MTC is skipped */
+	if (check_skl168) {
+		if ((1u << q->cfg.mtc_freq) < delta)
+			return 0;
+		if (q->cfg.mtc_freq < 10 && tcal_have_fcr(c) &&
+		    ((c->fcr * (cyc + 0xf00)) >> FCR_SHR) < fc)
+			return 0;
+	}
+	tcal_set_fcr(c, fcr);
+	c->lost_mtc = 0;
+	return 0;
+}
+
+/*
+ * A timing packet (TSC, TMA, MTC, CBR, CYC) applied to a time and its calibration as
+ * libipt's pt_qry_apply_* (`header`: the PSB+ variants of TSC and CBR). libipt ignores
+ * configuration errors (-pte_bad_config); its other errors are left to the block
+ * decoder.
+ */
+static int apply_timing(struct pktq *q, struct qtime *t, struct qtcal *c,
+			const struct pt_packet *p, bool header)
+{
+	int status = 0;
+
+	switch (p->type) {
+	case ppt_tsc:
+		if (header) {
+			status = tcal_header_tsc(c, p->payload.tsc.tsc);
+		} else {
+			c->tsc = p->payload.tsc.tsc;
+			c->cyc_tsc = 0;
+		}
+		if (status < 0 && status != -pte_bad_config)
+			return fallback(q, "TSC calibration");
+		time_tsc(t, p->payload.tsc.tsc);
+		return 0;
+	case ppt_cbr:
+		/* a CBR out of PSB+ is a frequency change: the calibration starts again */
+		if (!header)
+			tcal_init(c);
+		status = tcal_header_cbr(q, c, p->payload.cbr.ratio);
+		if (status < 0 && status != -pte_bad_config)
+			return fallback(q, "CBR calibration");
+		return time_cbr(q, t, p->payload.cbr.ratio);
+	case ppt_tma:
+		return time_tma(q, t, &p->payload.tma);
+	case ppt_mtc:
+		status = tcal_mtc(q, c, p->payload.mtc.ctc);
+		if (status < 0 && status != -pte_bad_config)
+			return fallback(q, "MTC calibration");
+		return time_mtc(q, t, &p->payload.mtc);
+	case ppt_cyc:
+		c->cyc_mtc += p->payload.cyc.value;
+		c->cyc_tsc += p->payload.cyc.value;
+		status = time_cyc(q, t, p->payload.cyc.value, tcal_have_fcr(c) ? c->fcr : 0);
+		if (status < 0 && status != -pte_bad_config)
+			return fallback(q, "CYC");
+		return 0;
+	default:
+		return fallback(q, "not a timing packet");
+	}
 }
 
 /* ---------------------------------------------------------------- packets */
@@ -284,6 +489,7 @@ static void reset(struct pktq *q)
 	q->tnt = q->tnt_index = 0;
 	memset(&q->time, 0, sizeof(q->time));
 	memset(&q->last_time, 0, sizeof(q->last_time));
+	tcal_init(&q->tcal);
 	memset(q->qbegin, 0, sizeof(q->qbegin));
 	memset(q->qend, 0, sizeof(q->qend));
 	q->have_next = false;
@@ -293,7 +499,8 @@ static void reset(struct pktq *q)
 /* The packets done here that need no further look (MODE and CBR do: fetch_slow()). */
 #define PKT_DONE (PKT(ppt_pad) | PKT(ppt_psb) | PKT(ppt_psbend) | PKT(ppt_tnt_8) |	\
 		  PKT(ppt_tnt_64) | PKT(ppt_tip) | PKT(ppt_tip_pge) | PKT(ppt_tip_pgd) |	\
-		  PKT(ppt_fup) | PKT(ppt_tsc) | PKT(ppt_tma) | PKT(ppt_mtc) | PKT(ppt_ovf))
+		  PKT(ppt_fup) | PKT(ppt_tsc) | PKT(ppt_tma) | PKT(ppt_mtc) | PKT(ppt_cyc) |	\
+		  PKT(ppt_ovf))
 /* libipt's pdff_event packets (of those done here): an event whatever is queued */
 #define PKT_EVENT (PKT(ppt_tip_pge) | PKT(ppt_tip_pgd) | PKT(ppt_mode) | PKT(ppt_cbr) |	\
 		   PKT(ppt_ovf))
@@ -438,6 +645,22 @@ static int bdm70_applies(struct pktq *q, uint64_t from)
 	}
 }
 
+/* A timing packet nx, in PSB+ (TMA, MTC, CYC) or not (TSC, TMA, MTC, CYC). */
+static int decode_timing(struct pktq *q)
+{
+	int status;
+
+	/* SKD007: libipt looks at the byte after a short CYC for an OVF it overlaps */
+	if (q->nx.type == ppt_cyc && q->cfg.errata.skd007 && q->nx_size == 2 &&
+	    ((uint16_t)q->nx.payload.cyc.value & ~0x1f) == 0x20)
+		return fallback(q, "SKD007");
+	status = apply_timing(q, &q->time, &q->tcal, &q->nx, false);
+	if (status < 0)
+		return status;
+	consume(q);
+	return 0;
+}
+
 /* The event of the MODE packet nx (type and payload). */
 static void set_mode_event(struct pktq *q, struct pt_event *ev)
 {
@@ -483,10 +706,12 @@ static int decode_header(struct pktq *q)
 		set_mode_event(q, ev);
 		break;
 	case ppt_tsc:
-		time_tsc(&q->time, q->nx.payload.tsc.tsc);
+		status = apply_timing(q, &q->time, &q->tcal, &q->nx, true);
+		if (status < 0)
+			return status;
 		break;
 	case ppt_cbr:
-		status = time_cbr(q, &q->time, q->nx.payload.cbr.ratio);
+		status = apply_timing(q, &q->time, &q->tcal, &q->nx, true);
 		if (status < 0)
 			return status;
 		ev = evq_enqueue(q, EVB_PSBEND);
@@ -496,15 +721,12 @@ static int decode_header(struct pktq *q)
 		ev->variant.cbr.ratio = q->nx.payload.cbr.ratio;
 		break;
 	case ppt_tma:
-		status = time_tma(q, &q->time, &q->nx.payload.tma);
-		if (status < 0)
-			return status;
-		break;
 	case ppt_mtc:
-		status = time_mtc(q, &q->time, &q->nx.payload.mtc);
+	case ppt_cyc:
+		status = decode_timing(q);
 		if (status < 0)
 			return status;
-		break;
+		return 0;
 	default:
 		/* libipt: -pte_bad_context */
 		return fallback(q, "packet in PSB+");
@@ -519,6 +741,8 @@ static int decode_psb(struct pktq *q)
 	uint64_t at = q->pos;
 	int status;
 
+	if (q->cfg.errata.skl168)
+		q->tcal.check_skl168 = true;
 	consume(q);
 	q->have_ip = q->ip_suppressed = false;
 	q->ip = 0;
@@ -768,6 +992,7 @@ static int ovf_fup(struct pktq *q, uint64_t from)
 static int skd010_fine(struct pktq *q, uint64_t from)
 {
 	struct qtime t = q->time;
+	struct qtcal c = q->tcal;
 	struct pt_packet p;
 	bool mode_tsx = false;
 	int status;
@@ -815,18 +1040,12 @@ static int skd010_fine(struct pktq *q, uint64_t from)
 				return 1;
 			break;
 		case ppt_tsc:
-			time_tsc(&t, p.payload.tsc.tsc);
-			break;
 		case ppt_cbr:
-			if (time_cbr(q, &t, p.payload.cbr.ratio) < 0)
-				return PTD_FAST_FALLBACK;
-			break;
 		case ppt_tma:
-			if (time_tma(q, &t, &p.payload.tma) < 0)
-				return PTD_FAST_FALLBACK;
-			break;
 		case ppt_mtc:
-			if (time_mtc(q, &t, &p.payload.mtc) < 0)
+		case ppt_cyc:
+			/* time is kept on the way (for a recovery, not done here) */
+			if (apply_timing(q, &t, &c, &p, false) < 0)
 				return PTD_FAST_FALLBACK;
 			break;
 		case ppt_tip_pgd:
@@ -939,20 +1158,12 @@ static int decode(struct pktq *q)
 	case ppt_ovf:
 		return decode_ovf(q);
 	case ppt_tsc:
-		time_tsc(&q->time, q->nx.payload.tsc.tsc);
-		break;
 	case ppt_tma:
-		status = time_tma(q, &q->time, &q->nx.payload.tma);
-		if (status < 0)
-			return status;
-		break;
 	case ppt_mtc:
-		status = time_mtc(q, &q->time, &q->nx.payload.mtc);
-		if (status < 0)
-			return status;
-		break;
+	case ppt_cyc:
+		return decode_timing(q);
 	case ppt_cbr:
-		status = time_cbr(q, &q->time, q->nx.payload.cbr.ratio);
+		status = apply_timing(q, &q->time, &q->tcal, &q->nx, false);
 		if (status < 0)
 			return status;
 		ev = evq_standalone(q);
