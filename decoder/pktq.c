@@ -134,6 +134,17 @@ static struct pt_event *evq_dequeue(struct pktq *q, enum evb b)
 	return &q->queue[b][begin];
 }
 
+/* pt_evq_find: the oldest queued event of `type` */
+static struct pt_event *evq_find(struct pktq *q, enum evb b, enum pt_event_type type)
+{
+	uint8_t k;
+
+	for (k = q->qbegin[b]; k != q->qend[b]; k = (uint8_t)((k + 1) % EVQ_MAX))
+		if (q->queue[b][k].type == type)
+			return &q->queue[b][k];
+	return NULL;
+}
+
 static inline bool evq_pending(const struct pktq *q, enum evb b)
 {
 	return q->qbegin[b] != q->qend[b];
@@ -500,10 +511,10 @@ static void reset(struct pktq *q)
 #define PKT_DONE (PKT(ppt_pad) | PKT(ppt_psb) | PKT(ppt_psbend) | PKT(ppt_tnt_8) |	\
 		  PKT(ppt_tnt_64) | PKT(ppt_tip) | PKT(ppt_tip_pge) | PKT(ppt_tip_pgd) |	\
 		  PKT(ppt_fup) | PKT(ppt_tsc) | PKT(ppt_tma) | PKT(ppt_mtc) | PKT(ppt_cyc) |	\
-		  PKT(ppt_ovf))
+		  PKT(ppt_ovf) | PKT(ppt_pip) | PKT(ppt_vmcs))
 /* libipt's pdff_event packets (of those done here): an event whatever is queued */
 #define PKT_EVENT (PKT(ppt_tip_pge) | PKT(ppt_tip_pgd) | PKT(ppt_mode) | PKT(ppt_cbr) |	\
-		   PKT(ppt_ovf))
+		   PKT(ppt_ovf) | PKT(ppt_pip) | PKT(ppt_vmcs))
 #define PKT_BRANCH (PKT(ppt_tip) | PKT(ppt_tnt_8) | PKT(ppt_tnt_64))
 
 static int fetch_slow(struct pktq *q)
@@ -676,6 +687,55 @@ static void set_mode_event(struct pktq *q, struct pt_event *ev)
 	}
 }
 
+/* The event of the PIP or VMCS packet nx, `async` (bound to an ip) or not. */
+static void set_guest_event(struct pktq *q, struct pt_event *ev, bool async)
+{
+	if (q->nx.type == ppt_pip) {
+		ev->type = async ? ptev_async_paging : ptev_paging;
+		/* the same layout in both variants */
+		ev->variant.async_paging.cr3 = q->nx.payload.pip.cr3;
+		ev->variant.async_paging.non_root = q->nx.payload.pip.nr;
+	} else {
+		ev->type = async ? ptev_async_vmcs : ptev_vmcs;
+		ev->variant.async_vmcs.base = q->nx.payload.vmcs.base;
+	}
+}
+
+/* pt_qry_decode_pip and pt_qry_decode_vmcs */
+static int decode_guest(struct pktq *q)
+{
+	struct pt_event *ev, *bound;
+
+	if (q->nx.type == ppt_vmcs && (bound = evq_find(q, EVB_TIP, ptev_async_paging))) {
+		/* a VMCS and a paging event at the same ip: libipt applies the VMCS first */
+		ev = evq_enqueue(q, EVB_TIP);
+		if (!ev)
+			return fallback(q, "event queue full");
+		*ev = *bound;
+		bound->type = ptev_async_vmcs;
+		bound->variant.async_vmcs.base = q->nx.payload.vmcs.base;
+		consume(q);
+		return 0;
+	}
+	if (evq_find(q, EVB_TIP, ptev_async_branch)) {
+		/* bound to the TIP of an asynchronous branch in flight */
+		ev = evq_enqueue(q, EVB_TIP);
+		if (!ev)
+			return fallback(q, "event queue full");
+		set_guest_event(q, ev, true);
+		/* libipt times a paging event here, not a VMCS one */
+		if (q->nx.type == ppt_pip)
+			event_time(q, ev);
+	} else {
+		ev = evq_standalone(q);
+		set_guest_event(q, ev, false);
+		q->event = ev;
+		event_time(q, ev);
+	}
+	consume(q);
+	return 0;
+}
+
 /* A PSB+ packet (libipt's header functions), nx at pos. */
 static int decode_header(struct pktq *q)
 {
@@ -727,6 +787,14 @@ static int decode_header(struct pktq *q)
 		if (status < 0)
 			return status;
 		return 0;
+	case ppt_pip:
+	case ppt_vmcs:
+		/* reported at PSBEND, with its ip */
+		ev = evq_enqueue(q, EVB_PSBEND);
+		if (!ev)
+			return fallback(q, "event queue full");
+		set_guest_event(q, ev, true);
+		break;
 	default:
 		/* libipt: -pte_bad_context */
 		return fallback(q, "packet in PSB+");
@@ -772,6 +840,12 @@ static int event_tip(struct pktq *q, struct pt_event *ev)
 		return 0;
 	case ptev_exec_mode:
 		event_ip(q, &ev->variant.exec_mode.ip, ev);
+		return 0;
+	case ptev_async_paging:
+		event_ip(q, &ev->variant.async_paging.ip, ev);
+		return 0;
+	case ptev_async_vmcs:
+		event_ip(q, &ev->variant.async_vmcs.ip, ev);
 		return 0;
 	default:
 		return fallback(q, "event bound to TIP");
@@ -851,6 +925,8 @@ static int decode_tip_pgd(struct pktq *q)
 			break;
 		}
 		case ptev_exec_mode:
+		case ptev_async_paging:
+		case ptev_async_vmcs:
 			/* tracing is disabled when it applies */
 			ev->ip_suppressed = 1;
 			break;
@@ -929,6 +1005,10 @@ static bool psbend_event(struct pktq *q)
 		event_ip(q, &ev->variant.exec_mode.ip, ev);
 	else if (ev->type == ptev_tsx)
 		event_ip(q, &ev->variant.tsx.ip, ev);
+	else if (ev->type == ptev_async_paging)
+		event_ip(q, &ev->variant.async_paging.ip, ev);
+	else if (ev->type == ptev_async_vmcs)
+		event_ip(q, &ev->variant.async_vmcs.ip, ev);
 	q->event = ev;
 	return true;
 }
@@ -1157,6 +1237,9 @@ static int decode(struct pktq *q)
 		break;
 	case ppt_ovf:
 		return decode_ovf(q);
+	case ppt_pip:
+	case ppt_vmcs:
+		return decode_guest(q);
 	case ppt_tsc:
 	case ppt_tma:
 	case ppt_mtc:
