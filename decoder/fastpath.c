@@ -20,7 +20,9 @@
  *     pending event is fetched with pt_qry_event and bound as the block decoder binds
  *     it (proceed to its ip, to the next branch needing trace for a disable without
  *     one...). The trace offset and the time are the query decoder's, so they are the
- *     same as the block decoder's at every step.
+ *     same as the block decoder's at every step. The answers come from pktq
+ *     (decoder/pktq.c: libipt's query decoder done again on its packet decoder, faster;
+ *     where it falls back, so does the fast path), or PTBPF_FAST_QUERY=libipt's.
  *
  * Anything else (decode errors, a mode other than 64-bit, TSX, paging/VMCS events while
  * tracing, ptwrite, power events, errata work-arounds that apply, an instruction the

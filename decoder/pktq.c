@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "pktq.h"
 
 /* libipt's sizes and limits (internal/include/pt_opcodes.h, pt_event_queue.h) */
@@ -85,7 +86,6 @@ struct pktq {
 	struct pt_event standalone;
 	struct pt_event queue[EVB_MAX][EVQ_MAX];
 	uint8_t qbegin[EVB_MAX], qend[EVB_MAX];
-	const char *why;
 
 	enum pktq_engine engine;
 	struct pt_query_decoder *ref;	/* libipt's, PKTQ_LIBIPT and PKTQ_CHECK */
@@ -95,13 +95,8 @@ struct pktq {
 
 static int fallback(struct pktq *q, const char *why)
 {
-	q->why = why;
+	ddlog("[pktq: to the block decoder at trace offset %#" PRIx64 ": %s]\n", q->pos, why);
 	return PTD_FAST_FALLBACK;
-}
-
-const char *pktq_fallback_reason(const struct pktq *q)
-{
-	return q->why ? q->why : "none";
 }
 
 /* ---------------------------------------------------------------- events */
@@ -259,7 +254,7 @@ static int time_tma(struct pktq *q, struct qtime *t, const struct pt_packet_tma 
 	return 0;
 }
 
-static int time_mtc(struct pktq *q, struct qtime *t, const struct pt_packet_mtc *p)
+static inline int time_mtc(struct pktq *q, struct qtime *t, const struct pt_packet_mtc *p)
 {
 	uint32_t last_ctc = t->ctc, ctc, delta;
 	uint8_t mtc_freq = q->cfg.mtc_freq;
@@ -396,7 +391,7 @@ static int tcal_header_cbr(const struct pktq *q, struct qtcal *c, uint8_t cbr)
 }
 
 /* pt_tcal_update_mtc */
-static int tcal_mtc(const struct pktq *q, struct qtcal *c, uint8_t mtc)
+static inline int tcal_mtc(const struct pktq *q, struct qtcal *c, uint8_t mtc)
 {
 	uint32_t last_ctc = c->ctc, ctc = (uint32_t)mtc << q->cfg.mtc_freq, delta;
 	uint64_t cyc = c->cyc_mtc, fc, fcr;
@@ -1271,9 +1266,19 @@ static int read_ahead(struct pktq *q)
 		status = fetch(q);
 		if (status)
 			return status;
-		/* PAD: most packets of some traces */
+		/* PAD and MTC: most packets of some traces */
 		if (q->nx.type == ppt_pad) {
 			q->pos += 1;
+			continue;
+		}
+		if (q->nx.type == ppt_mtc) {
+			status = tcal_mtc(q, &q->tcal, q->nx.payload.mtc.ctc);
+			if (status < 0 && status != -pte_bad_config)
+				return fallback(q, "MTC calibration");
+			status = time_mtc(q, &q->time, &q->nx.payload.mtc);
+			if (status < 0)
+				return status;
+			q->pos += (uint64_t)q->nx_size;
 			continue;
 		}
 		if ((PKT(q->nx.type) & PKT_BRANCH) || will_event(q))

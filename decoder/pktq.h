@@ -61,7 +61,4 @@ int pktq_cond_bits(struct pktq *q, uint64_t *bits, unsigned *n);
 int pktq_cond_take(struct pktq *q, unsigned n);
 /* (-pte_not_supported with the libipt engine) */
 
-/* Why the engine answered PTD_FAST_FALLBACK last (a static string), for -vv. */
-const char *pktq_fallback_reason(const struct pktq *q);
-
 #endif /* PTBPF_DECODER_PKTQ_H */
