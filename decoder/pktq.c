@@ -524,11 +524,19 @@ static int fetch_slow(struct pktq *q)
 		if (q->pd_off != q->pos && pt_pkt_sync_set(q->pd, q->pos) < 0)
 			return fallback(q, "packet decoder sync");
 		size = pt_pkt_next(q->pd, &q->nx, sizeof(q->nx));
-		if (size < 0) {
+		if (size == -pte_bad_opc) {
+			/* an unknown opcode (no decode callback): libipt's query decoder fetches
+			 * it and fails when it decodes it (decode()), where the packet is */
+			q->pd_off = UINT64_MAX;
+			q->nx.type = ppt_unknown;
+			size = 0;
+		} else if (size < 0) {
+			/* malformed or cut: where libipt fails depends on what it is */
 			q->pd_off = UINT64_MAX;
 			return fallback(q, "packet refused by libipt");
+		} else {
+			q->pd_off = q->pos + (uint64_t)size;
 		}
-		q->pd_off = q->pos + (uint64_t)size;
 		q->nx_off = q->pos;
 		q->nx_size = size;
 		q->nx_valid = true;
@@ -536,6 +544,7 @@ static int fetch_slow(struct pktq *q)
 	if (q->nx.type == ppt_cbr && !q->nx.payload.cbr.ratio)
 		return fallback(q, "CBR 0");
 	if (q->nx.type != ppt_cbr && q->nx.type != ppt_mode &&
+	    !(q->nx.type == ppt_unknown && !q->nx_size) &&
 	    (q->nx.type >= 32 || !(PKT(q->nx.type) & PKT_DONE)))
 		return fallback(q, "packet type not done");
 	q->have_next = true;
@@ -790,6 +799,8 @@ static int decode_header(struct pktq *q)
 			return fallback(q, "event queue full");
 		set_guest_event(q, ev, true);
 		break;
+	case ppt_unknown:
+		return -pte_bad_opc;
 	default:
 		/* libipt: -pte_bad_context */
 		return fallback(q, "packet in PSB+");
@@ -819,9 +830,11 @@ static int decode_psb(struct pktq *q)
 		if (status)
 			break;
 	}
-	/* back to the PSB, its events dropped */
+	/* back to the PSB (the next packet again), its events dropped */
 	q->pos = at;
 	q->qbegin[EVB_PSBEND] = q->qend[EVB_PSBEND] = 0;
+	if (fetch(q))
+		q->have_next = false;
 	return status;
 }
 
@@ -1250,6 +1263,8 @@ static int decode(struct pktq *q)
 		q->event = ev;
 		event_time(q, ev);
 		break;
+	case ppt_unknown:
+		return -pte_bad_opc;
 	default:
 		return fallback(q, "packet type not done");
 	}
