@@ -18,8 +18,10 @@
  *   perf script -i FILE --itrace=cr > /dev/null
  * the ratio, MB/s of PT (per wall second and per CPU second) and the -j 2 scaling,
  * against the goals (>= 8x perf script, >= 100 MB/s per core, -j 2 >= 1.8x -j 1); and
- * libipt's block, query and packet decoders alone over the same bytes (the query
- * decoder alone bounds any fast path built on it). First, the skip benchmark (see
+ * libipt's block, query and packet decoders alone over the same bytes, and pktq alone
+ * (decoder/pktq.c, the fast path's query engine on libipt's packet decoder: what bounds
+ * the fast path now), and the fast path on libipt's query decoder
+ * (PTBPF_FAST_QUERY=libipt) for the comparison. First, the skip benchmark (see
  * bench_skip(), on 64 MiB: PTBPF_BENCH_SKIP_MIB). BENCH_ONLY=skip,hase,mruby runs some;
  * BENCH_KEEP keeps the inputs; PTBPF_BENCH_RUNS: runs per figure (the best is kept).
  */
