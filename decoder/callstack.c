@@ -431,10 +431,19 @@ static int write_slot(struct callstack *cs, struct cs_thread *th, const struct c
 	return fxt_begin_id(cs->w, th->fxt, 0, name, t, args, nargs);
 }
 
-/* Writes what the thread holds: its prefix frames, outermost first, then its log. */
+/* Events of one thread handed to the writer at once. */
+#define WRITE_BATCH 256
+
+/*
+ * Writes what the thread holds: its prefix frames, outermost first, then its log. The
+ * log's slices without arguments (all but instants and the depth-limit marker) go to
+ * the writer in batches: the same records as write_slot() one at a time.
+ */
 static int write_held(struct callstack *cs, struct cs_thread *th)
 {
-	uint32_t m = th->npre, i, j = 0, k;
+	struct fxt_event batch[WRITE_BATCH];
+	uint32_t m = th->npre, i, j = 0, k, depth;
+	unsigned nb = 0;
 	int err = 0;
 
 	if (th->nlog + m > cs->st.max_held)
@@ -442,11 +451,41 @@ static int write_held(struct callstack *cs, struct cs_thread *th)
 	for (i = m; i-- > 0 && !err;)
 		err = write_slot(cs, th, &th->pre[i].s, m - 1 - i, true);
 	for (k = 0; k < th->nlog && !err; k++) {
+		const struct cs_slot *s = &th->log[k];
+		enum slot_kind kind = slot_kind(s);
+		struct fxt_event *e;
+
 		while (j < m && th->pre[j].found <= k)
 			j++;
-		err = write_slot(cs, th, &th->log[k],
-				 (uint32_t)(th->log[k].bd >> SLOT_TIME_BITS) + (m - j), false);
+		depth = (uint32_t)(s->bd >> SLOT_TIME_BITS) + (m - j);
+		if (kind == SLOT_INSTANT || depth >= cs->max_depth) {
+			if (nb)
+				err = fxt_events_id(cs->w, th->fxt, 0, batch, nb);
+			nb = 0;
+			if (!err)
+				err = write_slot(cs, th, s, depth, false);
+			continue;
+		}
+		e = &batch[nb++];
+		e->ts = th->t0 + (s->bd & SLOT_TIME_MAX);
+		e->name = s->nk & SLOT_NAME_MASK;
+		if (kind == SLOT_X) {
+			e->type = FXT_EVENT_COMPLETE;
+			e->end = e->ts + s->dur;
+			cs->st.slices++;
+		} else if (kind == SLOT_END) {
+			e->type = FXT_EVENT_END;
+		} else {
+			e->type = FXT_EVENT_BEGIN;
+			cs->st.slices++;
+		}
+		if (nb == WRITE_BATCH) {
+			err = fxt_events_id(cs->w, th->fxt, 0, batch, nb);
+			nb = 0;
+		}
 	}
+	if (nb && !err)
+		err = fxt_events_id(cs->w, th->fxt, 0, batch, nb);
 	th->nlog = 0;
 	th->npre = 0;
 	return fail(cs, err);

@@ -65,13 +65,22 @@ enum fxt_argt {
 #define ZX_OBJ_TYPE_PROCESS 1
 #define ZX_OBJ_TYPE_THREAD 2
 
-/* Recency order over the indices 1..cap of one FXT table; index 0 is the lists' nil. */
+/*
+ * Recency order over the indices 1..cap of one FXT table; index 0 is the lists' nil.
+ * Until the table is full nothing is recycled and the order is only needed later, so a
+ * use is one store, a stamp; the first time an index must be recycled (or the stamps
+ * wrap) the list is built from the stamps, the order it would have had, and kept from
+ * then on (doc/fxt.md: the output is the same either way).
+ */
 struct lru {
 	uint32_t *owner;	/* id of the string or thread holding each index, [0..cap] */
-	uint16_t *prev;		/* more recently used neighbour, 0 for the head */
-	uint16_t *next;		/* less recently used neighbour, 0 for the tail */
-	uint16_t head;		/* most recently used index, 0 while the table is empty */
-	uint16_t tail;		/* least recently used index: the next one recycled */
+	uint32_t *stamp;	/* !linked: when each index was last used (clock), [0..cap] */
+	uint16_t *prev;		/* linked: more recently used neighbour, 0 for the head */
+	uint16_t *next;		/* linked: less recently used neighbour, 0 for the tail */
+	uint32_t clock;		/* !linked: uses so far */
+	bool linked;		/* the order is in prev/next (else in stamp) */
+	uint16_t head;		/* linked: most recently used index, 0 while empty */
+	uint16_t tail;		/* linked: least recently used index: the next recycled */
 	uint16_t used;		/* indices handed out so far, 0..cap */
 	uint16_t cap;		/* table size */
 };
@@ -416,15 +425,17 @@ const char *fxt_string(const struct fxt_writer *w, uint32_t id)
 static int lru_init(struct lru *l, uint16_t cap)
 {
 	l->owner = calloc(cap + 1u, sizeof(*l->owner));
+	l->stamp = calloc(cap + 1u, sizeof(*l->stamp));
 	l->prev = calloc(cap + 1u, sizeof(*l->prev));
 	l->next = calloc(cap + 1u, sizeof(*l->next));
 	l->cap = cap;
-	return l->owner && l->prev && l->next ? 0 : -ENOMEM;
+	return l->owner && l->stamp && l->prev && l->next ? 0 : -ENOMEM;
 }
 
 static void lru_free(struct lru *l)
 {
 	free(l->owner);
+	free(l->stamp);
 	free(l->prev);
 	free(l->next);
 }
@@ -440,10 +451,39 @@ static void lru_push_front(struct lru *l, uint16_t i)
 		l->tail = i;
 }
 
+static int cmp_stamp(const void *a, const void *b, void *ctx)
+{
+	const uint32_t *stamp = ctx;
+	uint32_t x = stamp[*(const uint16_t *)a], y = stamp[*(const uint16_t *)b];
+
+	return x < y ? -1 : x > y;
+}
+
+/* From stamps to the list: the indices in use, least recently used at the tail. */
+static void lru_link(struct lru *l)
+{
+	uint16_t order[UINT16_MAX], i;
+
+	for (i = 0; i < l->used; i++)
+		order[i] = i + 1;
+	qsort_r(order, l->used, sizeof(order[0]), cmp_stamp, l->stamp);
+	l->head = l->tail = 0;
+	for (i = 0; i < l->used; i++)
+		lru_push_front(l, order[i]);
+	l->linked = true;
+}
+
 static inline void lru_touch(struct lru *l, uint16_t i)
 {
 	uint16_t p, n;
 
+	if (!l->linked) {
+		if (++l->clock) {
+			l->stamp[i] = l->clock;
+			return;
+		}
+		lru_link(l);	/* the stamps wrapped */
+	}
 	if (l->head == i)
 		return;
 	p = l->prev[i];
@@ -464,8 +504,13 @@ static uint16_t lru_take(struct lru *l, uint32_t owner, uint32_t *evicted)
 	*evicted = 0;
 	if (l->used < l->cap) {
 		i = ++l->used;
-		lru_push_front(l, i);
+		if (l->linked)
+			lru_push_front(l, i);
+		else
+			lru_touch(l, i);
 	} else {
+		if (!l->linked)
+			lru_link(l);
 		i = l->tail;
 		*evicted = l->owner[i];
 		lru_touch(l, i);
@@ -474,21 +519,14 @@ static uint16_t lru_take(struct lru *l, uint32_t owner, uint32_t *evicted)
 	return i;
 }
 
-/* The FXT ref of string `id`, writing its string record first if it has no index now. */
-static inline uint16_t str_ref(struct fxt_writer *w, uint32_t id)
+/* A string record for string `id`, which has no index now: it gets one. */
+static uint16_t str_define(struct fxt_writer *w, uint32_t id)
 {
 	struct fxt_str *e;
 	uint32_t evicted;
 	uint64_t *p;
 	uint16_t idx;
 
-	if (!id)
-		return 0;
-	idx = w->sidx[id];
-	if (idx) {
-		lru_touch(&w->slru, idx);
-		return idx;
-	}
 	idx = lru_take(&w->slru, id, &evicted);
 	if (evicted) {
 		w->sidx[evicted] = 0;
@@ -501,6 +539,20 @@ static inline uint16_t str_ref(struct fxt_writer *w, uint32_t id)
 		  (uint64_t)e->len << 32);
 	put_stream(p + 1, e->s, e->len);
 	w->st.string_records++;
+	return idx;
+}
+
+/* The FXT ref of string `id`, writing its string record first if it has no index now. */
+static inline uint16_t str_ref(struct fxt_writer *w, uint32_t id)
+{
+	uint16_t idx;
+
+	if (!id)
+		return 0;
+	idx = w->sidx[id];
+	if (!idx)
+		return str_define(w, id);
+	lru_touch(&w->slru, idx);
 	return idx;
 }
 
@@ -565,18 +617,14 @@ int fxt_thread_id(struct fxt_writer *w, uint64_t pid, uint64_t tid, uint32_t *id
 	return 0;
 }
 
-/* The FXT ref of thread `id`, writing its thread record first if it has no index now. */
-static inline uint8_t thr_ref(struct fxt_writer *w, uint32_t id)
+/* A thread record for thread `id`, which has no index now: it gets one. */
+static uint8_t thr_define(struct fxt_writer *w, uint32_t id)
 {
 	struct fxt_thr *t = &w->thrs[id];
 	uint32_t evicted;
 	uint64_t *p;
 	uint16_t idx;
 
-	if (t->idx) {
-		lru_touch(&w->tlru, t->idx);
-		return t->idx;
-	}
 	idx = lru_take(&w->tlru, id, &evicted);
 	if (evicted) {
 		w->thrs[evicted].idx = 0;
@@ -589,6 +637,17 @@ static inline uint8_t thr_ref(struct fxt_writer *w, uint32_t id)
 	p[2] = le(t->tid);
 	w->st.thread_records++;
 	return t->idx;
+}
+
+/* The FXT ref of thread `id`, writing its thread record first if it has no index now. */
+static inline uint8_t thr_ref(struct fxt_writer *w, uint32_t id)
+{
+	uint8_t idx = w->thrs[id].idx;
+
+	if (!idx)
+		return thr_define(w, id);
+	lru_touch(&w->tlru, idx);
+	return idx;
 }
 
 /* ---- arguments ---------------------------------------------------------------------- */
@@ -945,38 +1004,111 @@ static int write_event(struct fxt_writer *w, unsigned type, uint32_t thr, uint32
 	return w->err;
 }
 
+/*
+ * The hot path of the call-stack builder's slices: an event without arguments whose
+ * thread, strings and times need no more checks than these (else write_event()).
+ */
+static inline bool plain_event(const struct fxt_writer *w, uint32_t thread, uint32_t cat,
+			       uint32_t name, uint64_t ts, uint64_t end)
+{
+	return w && !w->text && !w->err && thread && thread < w->nthrs && cat < w->nstrs &&
+	       name < w->nstrs && ts >= w->base && end >= ts &&
+	       end - w->base <= (uint64_t)INT64_MAX;
+}
+
+/* Writes it: 2 words, or 3 with `end` (complete events). */
+static inline int put_plain(struct fxt_writer *w, unsigned type, uint32_t thread, uint32_t cat,
+			    uint32_t name, uint64_t ts, uint64_t end, unsigned words)
+{
+	uint8_t tref = thr_ref(w, thread);
+	uint16_t cref = str_ref(w, cat), nref = str_ref(w, name);
+	uint64_t *p = out_words(w, words);
+
+	p[0] = le(REC_EVENT | (uint64_t)words << 4 | (uint64_t)type << 16 | (uint64_t)tref << 24 |
+		  (uint64_t)cref << 32 | (uint64_t)nref << 48);
+	p[1] = le(ts - w->base);
+	if (words == 3)
+		p[2] = le(end - w->base);
+	return w->err;
+}
+
 int fxt_complete_id(struct fxt_writer *w, uint32_t thread, uint32_t cat, uint32_t name,
 		    uint64_t ts, uint64_t end, const struct fxt_arg *args, unsigned nargs)
 {
-	uint64_t *p;
-
-	/* the hot path: one record of three words, no arguments */
-	if (w && !nargs && !w->text && !w->err && thread && thread < w->nthrs &&
-	    cat < w->nstrs && name < w->nstrs && ts >= w->base && end >= ts &&
-	    end - w->base <= (uint64_t)INT64_MAX) {
-		uint8_t tref = thr_ref(w, thread);
-		uint16_t cref = str_ref(w, cat), nref = str_ref(w, name);
-
-		p = out_words(w, 3);
-		p[0] = le(REC_EVENT | 3 << 4 | (uint64_t)EV_COMPLETE << 16 |
-			  (uint64_t)tref << 24 | (uint64_t)cref << 32 | (uint64_t)nref << 48);
-		p[1] = le(ts - w->base);
-		p[2] = le(end - w->base);
-		return w->err;
-	}
+	if (!nargs && plain_event(w, thread, cat, name, ts, end))
+		return put_plain(w, EV_COMPLETE, thread, cat, name, ts, end, 3);
 	return write_event(w, EV_COMPLETE, thread, cat, name, ts, args, nargs, true, end);
 }
 
 int fxt_begin_id(struct fxt_writer *w, uint32_t thread, uint32_t cat, uint32_t name, uint64_t ts,
 		 const struct fxt_arg *args, unsigned nargs)
 {
+	if (!nargs && plain_event(w, thread, cat, name, ts, ts))
+		return put_plain(w, EV_BEGIN, thread, cat, name, ts, ts, 2);
 	return write_event(w, EV_BEGIN, thread, cat, name, ts, args, nargs, false, 0);
 }
 
 int fxt_end_id(struct fxt_writer *w, uint32_t thread, uint32_t cat, uint32_t name, uint64_t ts,
 	       const struct fxt_arg *args, unsigned nargs)
 {
+	if (!nargs && plain_event(w, thread, cat, name, ts, ts))
+		return put_plain(w, EV_END, thread, cat, name, ts, ts, 2);
 	return write_event(w, EV_END, thread, cat, name, ts, args, nargs, false, 0);
+}
+
+int fxt_events_id(struct fxt_writer *w, uint32_t thread, uint32_t cat,
+		  const struct fxt_event *ev, unsigned n)
+{
+	static const uint8_t type[] = {
+		[FXT_EVENT_BEGIN] = EV_BEGIN,
+		[FXT_EVENT_END] = EV_END,
+		[FXT_EVENT_COMPLETE] = EV_COMPLETE,
+	};
+	uint64_t hdr, base, *p;
+	unsigned i, words;
+	int err;
+
+	if (!w || (n && !ev))
+		return -EINVAL;
+	for (i = 0; i < n; i++)
+		if (ev[i].type >= ARRAY_SIZE(type))
+			return -EINVAL;
+	if (!n)
+		return w->err;
+	if (!plain_event(w, thread, cat, 0, w->base, w->base)) {
+		err = w->err;
+		for (i = 0; i < n && !err; i++)
+			err = write_event(w, type[ev[i].type], thread, cat, ev[i].name, ev[i].ts,
+					  NULL, 0, ev[i].type == FXT_EVENT_COMPLETE, ev[i].end);
+		return err;
+	}
+	/* touching the thread once for all: nothing else touches the thread table here */
+	hdr = REC_EVENT | (uint64_t)thr_ref(w, thread) << 24;
+	base = w->base;
+	for (i = 0; i < n; i++) {
+		const struct fxt_event *e = &ev[i];
+		uint64_t end = e->type == FXT_EVENT_COMPLETE ? e->end : e->ts;
+		uint16_t cref, nref;
+
+		if (e->name >= w->nstrs || e->ts < base || end < e->ts ||
+		    end - base > (uint64_t)INT64_MAX || w->err) {
+			err = write_event(w, type[e->type], thread, cat, e->name, e->ts, NULL, 0,
+					  e->type == FXT_EVENT_COMPLETE, e->end);
+			if (err)
+				return err;
+			continue;
+		}
+		cref = str_ref(w, cat);
+		nref = str_ref(w, e->name);
+		words = e->type == FXT_EVENT_COMPLETE ? 3 : 2;
+		p = out_words(w, words);
+		p[0] = le(hdr | (uint64_t)words << 4 | (uint64_t)type[e->type] << 16 |
+			  (uint64_t)cref << 32 | (uint64_t)nref << 48);
+		p[1] = le(e->ts - base);
+		if (words == 3)
+			p[2] = le(end - base);
+	}
+	return w->err;
 }
 
 int fxt_instant_id(struct fxt_writer *w, uint32_t thread, uint32_t cat, uint32_t name,

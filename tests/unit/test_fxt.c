@@ -351,6 +351,102 @@ static void test_thread_recycling(void **state)
 	trace_unlink(&t);
 }
 
+/*
+ * The index recycled is the least recently used one, however the uses came: the table is
+ * filled, then used in reverse, so the first name defined is the most recently used and
+ * the last one the least; fxt_events_id() uses names as the single calls do.
+ */
+static void test_string_lru_order(void **state)
+{
+	enum { N = 32767 };
+	struct fxt_event ev[2] = {
+		{ .ts = BASE, .type = FXT_EVENT_BEGIN },
+		{ .ts = BASE + 1, .type = FXT_EVENT_END },
+	};
+	static uint32_t id[N];
+	uint32_t thr, fresh;
+	struct fxt_stats st;
+	struct trace t;
+	char name[32];
+	int i;
+
+	trace_open(&t, "fxt", NULL);
+	assert_int_equal(fxt_thread_id(t.w, 1, 1, &thr), 0);
+	for (i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "n%d", i);
+		assert_int_equal(fxt_intern(t.w, name, &id[i]), 0);
+		assert_int_equal(fxt_instant_id(t.w, thr, 0, id[i], BASE, NULL, 0), 0);
+	}
+	for (i = N; i-- > 0;) {
+		ev[0].name = ev[1].name = id[i];
+		assert_int_equal(fxt_events_id(t.w, thr, 0, ev, 2), 0);
+	}
+	fxt_writer__stats(t.w, &st);
+	assert_int_equal(st.string_records, N);
+	/* a new name takes the index of n32766, the least recently used */
+	assert_int_equal(fxt_intern(t.w, "fresh", &fresh), 0);
+	assert_int_equal(fxt_instant_id(t.w, thr, 0, fresh, BASE + 2, NULL, 0), 0);
+	assert_int_equal(fxt_instant_id(t.w, thr, 0, id[0], BASE + 2, NULL, 0), 0);
+	fxt_writer__stats(t.w, &st);
+	assert_int_equal(st.string_records, N + 1);
+	assert_int_equal(fxt_complete_id(t.w, thr, 0, id[N - 1], BASE + 2, BASE + 3, NULL, 0), 0);
+	fxt_writer__stats(t.w, &st);
+	assert_int_equal(st.string_records, N + 2);
+	assert_int_equal(st.strings_recycled, 2);
+	/* ... which took n32765's: defined again at its next use, n1 not */
+	assert_int_equal(fxt_begin_id(t.w, thr, 0, id[1], BASE + 3, NULL, 0), 0);
+	fxt_writer__stats(t.w, &st);
+	assert_int_equal(st.string_records, N + 2);
+	assert_int_equal(fxt_end_id(t.w, thr, 0, id[N - 2], BASE + 3, NULL, 0), 0);
+	fxt_writer__stats(t.w, &st);
+	assert_int_equal(st.string_records, N + 3);
+	assert_int_equal(fxt_writer__close(t.w), 0);
+	trace_unlink(&t);
+}
+
+/* fxt_events_id() writes what the single calls write, byte for byte. */
+static void test_events_batch(void **state)
+{
+	struct fxt_event ev[3] = {
+		{ .ts = BASE + 1, .type = FXT_EVENT_BEGIN },
+		{ .ts = BASE + 2, .end = BASE + 5, .type = FXT_EVENT_COMPLETE },
+		{ .ts = BASE + 9, .type = FXT_EVENT_END },
+	};
+	struct trace a, b;
+	uint32_t thr, f, g;
+	char *x, *y;
+	size_t nx, ny;
+
+	trace_open(&a, "fxt", NULL);
+	trace_open(&b, "fxt", NULL);
+	assert_int_equal(fxt_thread_id(a.w, 7, 8, &thr), 0);
+	assert_int_equal(fxt_intern(a.w, "f", &f), 0);
+	assert_int_equal(fxt_intern(a.w, "g", &g), 0);
+	assert_int_equal(fxt_begin_id(a.w, thr, 0, f, BASE + 1, NULL, 0), 0);
+	assert_int_equal(fxt_complete_id(a.w, thr, 0, g, BASE + 2, BASE + 5, NULL, 0), 0);
+	assert_int_equal(fxt_end_id(a.w, thr, 0, f, BASE + 9, NULL, 0), 0);
+	assert_int_equal(fxt_thread_id(b.w, 7, 8, &thr), 0);
+	assert_int_equal(fxt_intern(b.w, "f", &f), 0);
+	assert_int_equal(fxt_intern(b.w, "g", &g), 0);
+	ev[0].name = ev[2].name = f;
+	ev[1].name = g;
+	assert_int_equal(fxt_events_id(b.w, thr, 0, ev, 0), 0);	/* nothing at all */
+	assert_int_equal(fxt_events_id(b.w, thr, 0, ev, 3), 0);
+	ev[0].type = 7;
+	assert_int_equal(fxt_events_id(b.w, thr, 0, ev, 1), -EINVAL);
+	assert_int_equal(fxt_events_id(NULL, thr, 0, ev, 1), -EINVAL);
+	assert_int_equal(fxt_writer__close(a.w), 0);
+	assert_int_equal(fxt_writer__close(b.w), 0);
+	x = test_read_file(a.path, &nx);
+	y = test_read_file(b.path, &ny);
+	assert_int_equal(nx, ny);
+	assert_memory_equal(x, y, nx);
+	free(x);
+	free(y);
+	trace_unlink(&a);
+	trace_unlink(&b);
+}
+
 /* ---- names -------------------------------------------------------------------------- */
 
 static void test_sanitize(void **state)
@@ -661,6 +757,8 @@ int main(void)
 		cmocka_unit_test(test_time_before_base_clamped),
 		cmocka_unit_test(test_string_recycling),
 		cmocka_unit_test(test_thread_recycling),
+		cmocka_unit_test(test_string_lru_order),
+		cmocka_unit_test(test_events_batch),
 		cmocka_unit_test(test_sanitize),
 		cmocka_unit_test(test_bad_names_valid_trace),
 		cmocka_unit_test(test_gzip),
