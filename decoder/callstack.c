@@ -38,10 +38,16 @@
 #include "array.h"
 #include "callstack.h"
 
+/*
+ * Inlined into the event functions: each call or return goes through several of these,
+ * and the calls between them cost as much as their work.
+ */
+#define HOT inline __attribute__((always_inline))
+
 /* Frames kept on the internal stack; deeper calls are only counted (runaway recursion). */
 #define CS_STACK_LIMIT (1u << 16)
 /* Entries of the (pid, address) -> symbol cache, a power of two. */
-#define CS_CACHE_SIZE (1u << 14)
+#define CS_CACHE_SIZE CS_SYM_CACHE_ENTRIES
 /* The longest x86 instruction: a return lands at most this far after its call. */
 #define X86_MAX_INSN 15
 
@@ -263,20 +269,24 @@ static int sym_resolve(struct callstack *cs, uint32_t pid, uint64_t addr,
  * What is known of `addr`, through the cache: two ways per set, the newer entry first,
  * so that two hot addresses that hash alike do not evict each other.
  */
-static inline int sym_lookup(struct callstack *cs, uint32_t pid, uint64_t addr,
+static HOT int sym_lookup(struct callstack *cs, uint32_t pid, uint64_t addr,
 			     struct cs_sym *out)
 {
 	struct cs_cache_ent *e = &cs->cache[mix(addr, pid) & (CS_CACHE_SIZE - 2)], tmp;
 	int err;
 
+	cs->st.sym_lookups++;
 	if (addr == UINT64_MAX) {	/* the empty key: never cached */
 		e = &tmp;
 		err = sym_resolve(cs, pid, addr, e);
 		if (err)
 			return err;
-	} else if (!(e[0].addr == addr && e[0].pid == pid)) {
+	} else if (e[0].addr == addr && e[0].pid == pid) {
+		cs->st.sym_hits++;
+	} else {
 		if (e[1].addr == addr && e[1].pid == pid) {
 			e = &e[1];
+			cs->st.sym_hits++;
 		} else {
 			e[1] = e[0];
 			err = sym_resolve(cs, pid, addr, e);
@@ -320,7 +330,7 @@ static struct cs_thread *thread_find(struct callstack *cs, uint32_t pid, uint32_
 	return cs->last_th = th;
 }
 
-static inline struct cs_thread *thread_get(struct callstack *cs, uint32_t pid, uint32_t tid)
+static HOT struct cs_thread *thread_get(struct callstack *cs, uint32_t pid, uint32_t tid)
 {
 	struct cs_thread *th = cs->last_th;
 
@@ -330,7 +340,7 @@ static inline struct cs_thread *thread_get(struct callstack *cs, uint32_t pid, u
 }
 
 /* Per-thread monotonic time: a timestamp before the thread's latest is raised to it. */
-static inline uint64_t clamp_time(struct callstack *cs, struct cs_thread *th, uint64_t t)
+static HOT uint64_t clamp_time(struct callstack *cs, struct cs_thread *th, uint64_t t)
 {
 	if (t < th->last) {
 		cs->st.clamps++;
@@ -340,14 +350,14 @@ static inline uint64_t clamp_time(struct callstack *cs, struct cs_thread *th, ui
 	return t;
 }
 
-static uint64_t slot_time(const struct cs_thread *th, uint64_t t)
+static HOT uint64_t slot_time(const struct cs_thread *th, uint64_t t)
 {
 	uint64_t rel = t - th->t0;
 
 	return rel > SLOT_TIME_MAX ? SLOT_TIME_MAX : rel;
 }
 
-static struct cs_slot make_slot(const struct cs_thread *th, uint64_t t, uint32_t depth,
+static HOT struct cs_slot make_slot(const struct cs_thread *th, uint64_t t, uint32_t depth,
 				enum slot_kind kind, uint32_t name)
 {
 	struct cs_slot s;
@@ -358,12 +368,12 @@ static struct cs_slot make_slot(const struct cs_thread *th, uint64_t t, uint32_t
 	return s;
 }
 
-static enum slot_kind slot_kind(const struct cs_slot *s)
+static HOT enum slot_kind slot_kind(const struct cs_slot *s)
 {
 	return (enum slot_kind)(s->nk >> SLOT_KIND_SHIFT);
 }
 
-static void set_kind(struct cs_slot *s, enum slot_kind kind)
+static HOT void set_kind(struct cs_slot *s, enum slot_kind kind)
 {
 	s->nk = (s->nk & SLOT_NAME_MASK) | (uint32_t)kind << SLOT_KIND_SHIFT;
 }
@@ -442,7 +452,8 @@ static int write_slot(struct callstack *cs, struct cs_thread *th, const struct c
 static int write_held(struct callstack *cs, struct cs_thread *th)
 {
 	struct fxt_event batch[WRITE_BATCH];
-	uint32_t m = th->npre, i, j = 0, k, depth;
+	uint32_t m = th->npre, i, j = 0, k, depth, limit = cs->max_depth;
+	uint64_t t0 = th->t0, slices = 0;
 	unsigned nb = 0;
 	int err = 0;
 
@@ -458,7 +469,7 @@ static int write_held(struct callstack *cs, struct cs_thread *th)
 		while (j < m && th->pre[j].found <= k)
 			j++;
 		depth = (uint32_t)(s->bd >> SLOT_TIME_BITS) + (m - j);
-		if (kind == SLOT_INSTANT || depth >= cs->max_depth) {
+		if (kind == SLOT_INSTANT || depth >= limit) {
 			if (nb)
 				err = fxt_events_id(cs->w, th->fxt, 0, batch, nb);
 			nb = 0;
@@ -467,18 +478,12 @@ static int write_held(struct callstack *cs, struct cs_thread *th)
 			continue;
 		}
 		e = &batch[nb++];
-		e->ts = th->t0 + (s->bd & SLOT_TIME_MAX);
+		e->ts = t0 + (s->bd & SLOT_TIME_MAX);
+		e->end = e->ts + s->dur;	/* SLOT_X's; 0 for the others, and unused */
 		e->name = s->nk & SLOT_NAME_MASK;
-		if (kind == SLOT_X) {
-			e->type = FXT_EVENT_COMPLETE;
-			e->end = e->ts + s->dur;
-			cs->st.slices++;
-		} else if (kind == SLOT_END) {
-			e->type = FXT_EVENT_END;
-		} else {
-			e->type = FXT_EVENT_BEGIN;
-			cs->st.slices++;
-		}
+		e->type = kind == SLOT_X ? FXT_EVENT_COMPLETE :
+			  kind == SLOT_END ? FXT_EVENT_END : FXT_EVENT_BEGIN;
+		slices += kind != SLOT_END;
 		if (nb == WRITE_BATCH) {
 			err = fxt_events_id(cs->w, th->fxt, 0, batch, nb);
 			nb = 0;
@@ -486,6 +491,7 @@ static int write_held(struct callstack *cs, struct cs_thread *th)
 	}
 	if (nb && !err)
 		err = fxt_events_id(cs->w, th->fxt, 0, batch, nb);
+	cs->st.slices += slices;
 	th->nlog = 0;
 	th->npre = 0;
 	return fail(cs, err);
@@ -514,27 +520,32 @@ static int write_early(struct callstack *cs, struct cs_thread *th)
 
 /*
  * The log grows as an epoch goes on and keeps its memory for the next epochs. Its new
- * pages are populated in one call: faulting them in one by one costs a lot in a VM.
+ * pages are populated in one call, not zeroed: faulting them in one by one (as zeroing
+ * does) costs a lot in a VM, and a slot is always written before it is read.
  */
 static int log_grow(struct cs_thread *th)
 {
 	const uintptr_t page = 4096;
-	uint32_t old = th->caplog;
+	uint32_t cap = th->caplog ? th->caplog * 2 : 16;
+	struct cs_slot *log;
 	uintptr_t from, to;
-	int err;
 
-	err = array_grow((void **)&th->log, &th->caplog, th->nlog + 1, sizeof(*th->log));
-	if (err)
-		return err;
-	from = ((uintptr_t)(th->log + old) + page - 1) & ~(page - 1);
-	to = (uintptr_t)(th->log + th->caplog) & ~(page - 1);
+	if (th->caplog > UINT32_MAX / 2)
+		return -ENOMEM;
+	log = realloc(th->log, (size_t)cap * sizeof(*log));
+	if (!log)
+		return -ENOMEM;
+	from = ((uintptr_t)(log + th->caplog) + page - 1) & ~(page - 1);
+	to = (uintptr_t)(log + cap) & ~(page - 1);
 	if (to > from + 64 * page)
 		madvise((void *)from, to - from, MADV_POPULATE_WRITE);	/* a hint */
+	th->log = log;
+	th->caplog = cap;
 	return 0;
 }
 
-static int log_append(struct callstack *cs, struct cs_thread *th, struct cs_slot s,
-		      uint32_t *index)
+/* log_append()'s rare cases: too much held, or no room. */
+static __attribute__((noinline)) int log_make_room(struct callstack *cs, struct cs_thread *th)
 {
 	int err;
 
@@ -548,6 +559,19 @@ static int log_append(struct callstack *cs, struct cs_thread *th, struct cs_slot
 		if (err)
 			return fail(cs, err);
 	}
+	return 0;
+}
+
+static HOT int log_append(struct callstack *cs, struct cs_thread *th, struct cs_slot s,
+			  uint32_t *index)
+{
+	int err;
+
+	if (th->nlog + th->npre >= cs->max_buffer || th->nlog == th->caplog) {
+		err = log_make_room(cs, th);
+		if (err)
+			return err;
+	}
 	if (index)
 		*index = th->nlog;
 	th->log[th->nlog++] = s;
@@ -556,13 +580,13 @@ static int log_append(struct callstack *cs, struct cs_thread *th, struct cs_slot
 
 /* ---- frames ------------------------------------------------------------------------- */
 
-static void note_inner(struct cs_thread *th, uint64_t t)
+static HOT void note_inner(struct cs_thread *th, uint64_t t)
 {
 	if (th->depth && th->st[th->depth - 1].inner < t)
 		th->st[th->depth - 1].inner = t;
 }
 
-static int push(struct callstack *cs, struct cs_thread *th, enum frame_kind kind, uint64_t site,
+static HOT int push(struct callstack *cs, struct cs_thread *th, enum frame_kind kind, uint64_t site,
 		uint64_t func, uint32_t name, uint64_t t)
 {
 	struct cs_frame *f;
@@ -630,7 +654,7 @@ static int push_root(struct callstack *cs, struct cs_thread *th, uint64_t func, 
 }
 
 /* Closes the innermost frame at `t`. */
-static int pop(struct callstack *cs, struct cs_thread *th, uint64_t t)
+static HOT int pop(struct callstack *cs, struct cs_thread *th, uint64_t t)
 {
 	struct cs_frame *f = &th->st[th->depth - 1];
 	struct cs_slot *s = NULL;
@@ -707,7 +731,7 @@ static int epoch_end(struct callstack *cs, struct cs_thread *th, uint64_t t)
 }
 
 /* Common prologue of flow events: the thread, its clamped time, a live epoch, no open gap. */
-static inline struct cs_thread *enter(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t ip,
+static HOT struct cs_thread *enter(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t ip,
 			       uint64_t *t)
 {
 	struct cs_thread *th;
@@ -728,7 +752,7 @@ static inline struct cs_thread *enter(struct callstack *cs, uint32_t pid, uint32
 }
 
 /* A return lands at most one instruction after its call. */
-static bool returns_to(uint64_t site, uint64_t to)
+static HOT bool returns_to(uint64_t site, uint64_t to)
 {
 	return site && to > site && to - site <= X86_MAX_INSN;
 }

@@ -1065,7 +1065,7 @@ int fxt_events_id(struct fxt_writer *w, uint32_t thread, uint32_t cat,
 		[FXT_EVENT_COMPLETE] = EV_COMPLETE,
 	};
 	uint64_t hdr, base, *p;
-	unsigned i, words;
+	unsigned i;
 	int err;
 
 	if (!w || (n && !ev))
@@ -1087,26 +1087,37 @@ int fxt_events_id(struct fxt_writer *w, uint32_t thread, uint32_t cat,
 	base = w->base;
 	for (i = 0; i < n; i++) {
 		const struct fxt_event *e = &ev[i];
-		uint64_t end = e->type == FXT_EVENT_COMPLETE ? e->end : e->ts;
-		uint16_t cref, nref;
+		bool complete = e->type == FXT_EVENT_COMPLETE;
+		uint64_t end = complete ? e->end : e->ts, head;
+		struct lru *l = &w->slru;
+		uint16_t nref;
 
 		if (e->name >= w->nstrs || e->ts < base || end < e->ts ||
-		    end - base > (uint64_t)INT64_MAX || w->err) {
+		    end - base > (uint64_t)INT64_MAX) {
 			err = write_event(w, type[e->type], thread, cat, e->name, e->ts, NULL, 0,
-					  e->type == FXT_EVENT_COMPLETE, e->end);
+					  complete, e->end);
 			if (err)
 				return err;
 			continue;
 		}
-		cref = str_ref(w, cat);
-		nref = str_ref(w, e->name);
-		words = e->type == FXT_EVENT_COMPLETE ? 3 : 2;
-		p = out_words(w, words);
-		p[0] = le(hdr | (uint64_t)words << 4 | (uint64_t)type[e->type] << 16 |
-			  (uint64_t)cref << 32 | (uint64_t)nref << 48);
-		p[1] = le(e->ts - base);
-		if (words == 3)
+		head = hdr | (uint64_t)(cat ? str_ref(w, cat) : 0) << 32;
+		/* str_ref(), its most frequent case spelled out: an index, stamped */
+		nref = w->sidx[e->name];
+		if (nref && !l->linked && l->clock != UINT32_MAX)
+			l->stamp[nref] = ++l->clock;
+		else
+			nref = str_ref(w, e->name);
+		head |= (uint64_t)nref << 48;
+		if (complete) {
+			p = out_words(w, 3);
+			p[0] = le(head | 3 << 4 | (uint64_t)EV_COMPLETE << 16);
+			p[1] = le(e->ts - base);
 			p[2] = le(end - base);
+		} else {
+			p = out_words(w, 2);
+			p[0] = le(head | 2 << 4 | (uint64_t)type[e->type] << 16);
+			p[1] = le(e->ts - base);
+		}
 	}
 	return w->err;
 }

@@ -64,6 +64,9 @@ enum cs_stop_reason {
 /* Deepest stack kept; deeper calls are counted, and a marker slice shows the cut. */
 #define CS_MAX_DEPTH 500
 
+/* Entries of the (pid, address) -> symbol cache (24 bytes each: 384 KiB, fixed). */
+#define CS_SYM_CACHE_ENTRIES (1u << 14)
+
 /* Slices a thread holds before writing them early (see Output above): 256 Ki, 4 MiB. */
 #define CS_MAX_BUFFER (256u << 10)
 
@@ -89,6 +92,9 @@ struct cs_stats {
 	uint64_t early_writes;		/* times a thread wrote its slices early */
 	uint64_t gaps;			/* [syscall] and [untraced] slices */
 	uint64_t max_held;		/* most slices one thread held at once */
+	/* the (pid, address) -> symbol cache in front of opts.symbolize: addresses looked up
+	 * (call targets, returns above the first frame, epoch starts) and found there */
+	uint64_t sym_lookups, sym_hits;
 	/* the longest call that returned to its call site (not one closed by an unwind, an
 	 * error or the end of the data), timed from call to return */
 	uint64_t slowest_ns;		/* 0: no call returned */

@@ -69,9 +69,14 @@ struct decode_stats {
 	/* one CPU's stream on several cores: pieces decoded (0: no stream was split), and
 	 * bytes decoded again for seams that did not join (replays, pieces given up) */
 	uint64_t split_pieces, split_redecoded;
+	/* the call-stack builder's (pid, address) -> symbol cache: lookups, found there */
+	uint64_t sym_lookups, sym_hits;
 	uint64_t threads;		/* threads with at least one slice */
 	uint64_t first_time, last_time;	/* absolute ns span of the decoded flow */
 	double seconds;			/* wall time of the decode */
+	/* PTBPF_OUTPUT_CPU=1 (the benchmark): CPU seconds of the output side alone, from the
+	 * decoder's events to the bytes written (call stacks, symbols, FXT); else 0 */
+	double output_cpu;
 	bool trigger_placed;		/* the trigger marker was placed in a thread's flow */
 	/* For a capture summary: the longest call that returned in the trace. */
 	uint64_t slowest_ns;		/* its duration, 0 if no call returned */

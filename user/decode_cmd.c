@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "callstack.h"
 #include "captures.h"
 #include "cli.h"
 #include "commands.h"
@@ -435,6 +436,15 @@ static void print_stats(const struct decode_stats *st)
 		fprintf(stderr, "split         %" PRIu64 " pieces, %" PRIu64 " bytes decoded again "
 			"(%.1f %% of the bytes)\n", st->split_pieces, st->split_redecoded,
 			st->bytes ? 100.0 * (double)st->split_redecoded / (double)st->bytes : 0.0);
+	if (st->sym_lookups)
+		fprintf(stderr, "symbol cache  hits %.2f %% of %" PRIu64 " lookups, %" PRIu64 " misses "
+			"(call-stack builder, %u entries)\n",
+			100.0 * (double)st->sym_hits / (double)st->sym_lookups, st->sym_lookups,
+			st->sym_lookups - st->sym_hits, CS_SYM_CACHE_ENTRIES);
+	if (st->output_cpu > 0)
+		fprintf(stderr, "output side   %.3f s CPU, %.1f ns per call or return (PTBPF_OUTPUT_CPU)\n",
+			st->output_cpu, st->calls + st->returns ?
+			1e9 * st->output_cpu / (double)(st->calls + st->returns) : 0.0);
 	if (st->slowest_ns) {
 		char buf[32];
 

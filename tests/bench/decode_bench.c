@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "callstack.h"
 #include "capstone_lazy.h"
 #include "pktq.h"
 #include "perfdata.h"
@@ -443,6 +444,36 @@ static int decode_figures(const char *data, const char *sysroot, const char *fxt
 	return err && err != -EIO ? -1 : 0;
 }
 
+/*
+ * The output side alone (call stacks, symbols, FXT: from the decoder's events to the bytes
+ * written), CPU seconds, the least of the runs (PTBPF_OUTPUT_CPU=1: the events are kept,
+ * then timed through the output); the symbol cache's figures in *st. -1 on failure.
+ */
+static double output_cpu(const char *data, const char *sysroot, const char *fxt,
+			 struct decode_stats *st)
+{
+	struct decode_opts o = { .output = fxt, .format = DECODE_FXT, .sysroot = sysroot,
+				 .jobs = 1 };
+	struct capture *cap = NULL;
+	double best = -1;
+	int i, err;
+
+	if (perfdata_read(data, &cap))
+		return -1;
+	setenv("PTBPF_OUTPUT_CPU", "1", 1);
+	for (i = 0; i < bench_runs(); i++) {
+		memset(st, 0, sizeof(*st));
+		err = ptdecode_capture(cap, &o, st);
+		if ((err && err != -EIO) || st->output_cpu <= 0)
+			break;
+		if (best < 0 || st->output_cpu < best)
+			best = st->output_cpu;
+	}
+	unsetenv("PTBPF_OUTPUT_CPU");
+	capture__free(cap);
+	return best;
+}
+
 static void measure(const char *name, const char *data, const char *sysroot, const uint8_t *pt,
 		    size_t size, const struct piece *pieces, unsigned nr)
 {
@@ -460,8 +491,8 @@ static void measure(const char *name, const char *data, const char *sysroot, con
 	struct run pe = {}, pr = {}, start = {}, pn = {}, pl = {};
 	unsigned pktq_fallbacks = 0;
 	double pq;
-	struct decode_stats fst = {}, sst = {};
-	double mb = size / 1e6, ipt = 0, qry, pkt, own, cs_load;
+	struct decode_stats fst = {}, sst = {}, ost = {};
+	double mb = size / 1e6, ipt = 0, qry, pkt, own, cs_load, out_cpu;
 	uint64_t insns = 0;
 	int i, verified;
 
@@ -482,6 +513,7 @@ static void measure(const char *name, const char *data, const char *sysroot, con
 	/* the pieces -j 2 split the stream into, and what it decoded twice */
 	if (pj.wall > 0 && decode_figures(data, sysroot, fxt, 2, false, &sst))
 		sst.split_pieces = 0;
+	out_cpu = output_cpu(data, sysroot, fxt, &ost);
 	unlink(fxt);
 	/* the least of as many runs as ptbpf's: the share below compares the two */
 	for (i = 0; i < bench_runs(); i++) {
@@ -593,6 +625,18 @@ static void measure(const char *name, const char *data, const char *sysroot, con
 	if (pl.cpu > 0)
 		printf("  fast path on pktq: %.2fx the CPU speed of the fast path on libipt's query "
 		       "decoder\n", pl.cpu / pe.cpu);
+	if (out_cpu > 0)
+		printf("  output side (call stacks, symbols, FXT; the decode's events replayed): "
+		       "%.3f s CPU, %.1f ns per call or return (%llu calls, %llu returns), %.0f%% "
+		       "of the decode's CPU\n", out_cpu,
+		       1e9 * out_cpu / (double)(ost.calls + ost.returns ? ost.calls + ost.returns : 1),
+		       (unsigned long long)ost.calls, (unsigned long long)ost.returns,
+		       100.0 * out_cpu / pe.cpu);
+	if (ost.sym_lookups)
+		printf("  symbol cache (call-stack builder, %u entries of 24 bytes): hit rate "
+		       "%.2f %% of %llu lookups\n", CS_SYM_CACHE_ENTRIES,
+		       100.0 * (double)ost.sym_hits / (double)ost.sym_lookups,
+		       (unsigned long long)ost.sym_lookups);
 }
 
 /*
