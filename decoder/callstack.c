@@ -248,6 +248,7 @@ static int sym_resolve(struct callstack *cs, uint32_t pid, uint64_t addr,
 	char buf[48];
 	int err;
 
+	cs->st.sym_misses++;
 	if (cs->symbolize && !cs->symbolize(cs->ctx, pid, addr, &sym) && sym.name) {
 		err = name_id(cs, sym.name, &name);
 		name |= CACHE_KNOWN;
@@ -275,18 +276,15 @@ static HOT int sym_lookup(struct callstack *cs, uint32_t pid, uint64_t addr,
 	struct cs_cache_ent *e = &cs->cache[mix(addr, pid) & (CS_CACHE_SIZE - 2)], tmp;
 	int err;
 
-	cs->st.sym_lookups++;
+	cs->st.sym_lookups++;	/* and misses in sym_resolve(): hits are the rest */
 	if (addr == UINT64_MAX) {	/* the empty key: never cached */
 		e = &tmp;
 		err = sym_resolve(cs, pid, addr, e);
 		if (err)
 			return err;
-	} else if (e[0].addr == addr && e[0].pid == pid) {
-		cs->st.sym_hits++;
-	} else {
+	} else if (!(e[0].addr == addr && e[0].pid == pid)) {
 		if (e[1].addr == addr && e[1].pid == pid) {
 			e = &e[1];
-			cs->st.sym_hits++;
 		} else {
 			e[1] = e[0];
 			err = sym_resolve(cs, pid, addr, e);
@@ -1283,6 +1281,8 @@ void callstack__stats(const struct callstack *cs, struct cs_stats *out)
 	if (!out)
 		return;
 	memset(out, 0, sizeof(*out));
-	if (cs)
+	if (cs) {
 		*out = cs->st;
+		out->sym_hits = cs->st.sym_lookups - cs->st.sym_misses;
+	}
 }

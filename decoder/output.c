@@ -399,13 +399,9 @@ static int sink_new_thread(struct ptd_output *o, const struct ptd_event *ev)
 	return 0;
 }
 
-/*
- * Every event of the decode comes through here, so calls and returns, most of them, go
- * to the call-stack builder with nothing in between.
- */
-static int sink_event(void *ctx, const struct ptd_event *ev)
+/* What sink_event() does not take itself: sideband, a new thread, the calls format. */
+static __attribute__((noinline)) int sink_other(struct ptd_output *o, const struct ptd_event *ev)
 {
-	struct ptd_output *o = ctx;
 	int err;
 
 	if (ev->kind >= PTD_SWITCH_IN)
@@ -420,14 +416,30 @@ static int sink_event(void *ctx, const struct ptd_event *ev)
 		if (err)
 			return err;
 	}
-	if (!o->f) {
-		if (ev->kind == PTD_CALL)
-			return callstack__call(o->cs, ev->pid, ev->tid, ev->from, ev->to, ev->time);
-		if (ev->kind == PTD_RETURN)
-			return callstack__return(o->cs, ev->pid, ev->tid, ev->from, ev->to,
-						 ev->time);
-	}
 	return deliver(o, ev);
+}
+
+/*
+ * Every event of the decode comes through here: a call or a return of the thread before
+ * goes to the call-stack builder with nothing else to do (only tail calls, so this costs
+ * next to nothing itself).
+ */
+static int sink_event(void *ctx, const struct ptd_event *ev)
+{
+	struct ptd_output *o = ctx;
+
+	if (ev->kind >= PTD_SWITCH_IN || o->f || !o->have_last || ev->pid != o->last_pid ||
+	    ev->tid != o->last_tid || ev->asid != o->last_as)
+		return sink_other(o, ev);
+	if (!o->first_time || ev->time < o->first_time)
+		o->first_time = ev->time;
+	if (ev->time > o->last_time)
+		o->last_time = ev->time;
+	if (ev->kind == PTD_CALL)
+		return callstack__call(o->cs, ev->pid, ev->tid, ev->from, ev->to, ev->time);
+	if (ev->kind == PTD_RETURN)
+		return callstack__return(o->cs, ev->pid, ev->tid, ev->from, ev->to, ev->time);
+	return cs_event(o, ev);
 }
 
 int ptd_output_open(const struct ptd_output_opts *oo, struct ptd_output **out,

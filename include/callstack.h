@@ -95,6 +95,7 @@ struct cs_stats {
 	/* the (pid, address) -> symbol cache in front of opts.symbolize: addresses looked up
 	 * (call targets, returns above the first frame, epoch starts) and found there */
 	uint64_t sym_lookups, sym_hits;
+	uint64_t sym_misses;		/* lookups the symbolizer answered */
 	/* the longest call that returned to its call site (not one closed by an unwind, an
 	 * error or the end of the data), timed from call to return */
 	uint64_t slowest_ns;		/* 0: no call returned */
