@@ -92,7 +92,8 @@ static const struct argp_option decode_options[] = {
 	  "Output file: .fxt, .fxt.gz (compressed), or - for stdout (text and calls formats)" },
 	{ "format", OPT_FORMAT, "fxt|text|calls", 0, "Output format (default fxt)" },
 	{ "stats", OPT_STATS, NULL, 0,
-	  "Print instructions, blocks, calls, errors, syncs, bytes and time on stderr" },
+	  "Print instructions, blocks, calls, errors, syncs, bytes, time and cache hit rates on "
+	  "stderr" },
 	{ "info", OPT_INFO, "FILE", 0, "Summarise a capture (CPUs, PT config, buffers, threads)" },
 	{ "open", OPT_OPEN, "PORT", OPTION_ARG_OPTIONAL,
 	  "Then open the trace in the Perfetto UI (ui.perfetto.dev): served once on "

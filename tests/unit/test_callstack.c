@@ -893,6 +893,21 @@ static void test_symbol_cache(void **state)
 	assert_int_equal(symbolize_calls, 2 * 4);
 }
 
+/* The cache's figures (--stats): every lookup counted, the symbolizer's answers as misses. */
+static void test_symbol_cache_stats(void **state)
+{
+	struct cs_stats st;
+
+	NEED_FXTCHECK();
+	symbolize_calls = 0;
+	run_case(play_cache, NULL, NULL, &st, NULL, 0);
+	/* the epoch's start and 1000 call targets; the FXT run's symbolizer calls */
+	assert_int_equal(st.sym_lookups, 1 + 1000);
+	assert_int_equal(st.sym_misses, 4);
+	assert_int_equal(st.sym_hits, 1001 - 4);
+	assert_int_equal(symbolize_calls, 2 * 4);
+}
+
 /* ---- randomized --------------------------------------------------------------------- */
 
 static uint64_t rnd_state;
@@ -1445,6 +1460,7 @@ int main(void)
 		cmocka_unit_test(test_long_slices),
 		cmocka_unit_test(test_early_write),
 		cmocka_unit_test(test_symbol_cache),
+		cmocka_unit_test(test_symbol_cache_stats),
 		cmocka_unit_test(test_randomized),
 		cmocka_unit_test(test_slowest_return),
 		cmocka_unit_test(test_slowest_tail_call),
