@@ -462,7 +462,7 @@ static int cmp_stamp(const void *a, const void *b, void *ctx)
 /* From stamps to the list: the indices in use, least recently used at the tail. */
 static void lru_link(struct lru *l)
 {
-	uint16_t order[UINT16_MAX], i;
+	uint16_t order[STR_SLOTS], i;	/* 64 KiB: the larger table */
 
 	for (i = 0; i < l->used; i++)
 		order[i] = i + 1;
