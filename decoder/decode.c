@@ -642,6 +642,21 @@ static uint64_t far_call_next(struct ptd_stream *s)
 	return len ? s->pend.ip + len : 0;
 }
 
+/* The function the flow is in, when not known: the one of `from`, a jump's address. */
+static void fn_from(struct ptd_stream *s, uint64_t from)
+{
+	int r;
+
+	if (s->fn_valid)
+		return;
+	if (!s->fn_cache)
+		s->fn_cache = symbols__range_cache_new();	/* NULL: looked up each time */
+	r = symbols__func_range_cached(s->o.symbols, s->fn_cache, s->as, from, &s->fn_start,
+				       &s->fn_end);
+	s->fn_valid = r >= 0;
+	s->fn_known = r == 0;
+}
+
 /*
  * Did a jump from `from` to `to` leave its function? Most jumps stay inside the range
  * of the current function: two compares. Otherwise the target's function is looked
@@ -654,14 +669,7 @@ static bool jump_leaves(struct ptd_stream *s, uint64_t from, uint64_t to)
 	bool leaves;
 	int r;
 
-	if (!s->fn_cache)
-		s->fn_cache = symbols__range_cache_new();	/* NULL: looked up each time */
-	if (!s->fn_valid) {
-		r = symbols__func_range_cached(s->o.symbols, s->fn_cache, s->as, from,
-					       &s->fn_start, &s->fn_end);
-		s->fn_valid = r >= 0;
-		s->fn_known = r == 0;
-	}
+	fn_from(s, from);
 	if (s->fn_valid && to >= s->fn_start && to < s->fn_end)
 		return false;
 	r = symbols__func_range_cached(s->o.symbols, s->fn_cache, s->as, to, &start, &end);
@@ -728,6 +736,23 @@ static void resolve(struct ptd_stream *s, uint64_t to)
 	}
 }
 
+/* The branch at `ip` ends the block just decoded: its target is the next block's ip. */
+static void set_pending(struct ptd_stream *s, uint64_t ip, enum pt_insn_class iclass,
+			enum pt_exec_mode mode, int isid)
+{
+	struct pending_branch *p = &s->pend;
+
+	s->last_ip = ip;
+	p->valid = true;
+	p->ip = ip;
+	/* a branch that may make an event keeps the time it was taken at */
+	p->time = iclass == ptic_cond_jump || iclass == ptic_other ? 0 : now(s);
+	p->iclass = iclass;
+	p->mode = mode;
+	p->isid = isid;
+	p->size = 0;
+}
+
 static void on_block(struct ptd_stream *s, const struct pt_block *b)
 {
 	struct pending_branch *p = &s->pend;
@@ -768,19 +793,121 @@ static void on_block(struct ptd_stream *s, const struct pt_block *b)
 		return;
 	}
 	resolve(s, b->ip);
-	s->last_ip = b->end_ip;
-	p->valid = true;
-	p->ip = b->end_ip;
-	/* a branch that may make an event keeps the time it was taken at */
-	p->time = b->iclass == ptic_cond_jump || b->iclass == ptic_other ? 0 : now(s);
-	p->iclass = b->iclass;
-	p->mode = b->mode;
-	p->isid = b->isid;
-	p->size = 0;
+	set_pending(s, b->end_ip, b->iclass, b->mode, b->isid);
 	if (b->truncated && b->size <= sizeof(p->raw)) {
 		memcpy(p->raw, b->raw, b->size);
 		p->size = b->size;
 	}
+}
+
+/* The function of a stretch's first jump (ptd_stretch_lim.range): jump_leaves()'s. */
+static int stretch_range(void *ctx, uint64_t from, uint64_t *lo, uint64_t *hi)
+{
+	struct ptd_stream *s = ctx;
+
+	fn_from(s, from);
+	if (!s->fn_valid)
+		return -ENOENT;
+	*lo = s->fn_start;
+	*hi = s->fn_end;
+	return 0;
+}
+
+/*
+ * Whether the next blocks may go as a stretch (ptd_fast_stretch()): blocks at which
+ * on_block() would only count (no START, no trampoline, no event between them), within
+ * the budget and the endless-loop checks, whose look at the trace offset stays with a
+ * block of its own. Fills `lim`. *defer: the branch before them makes an event (a call
+ * or return), made by on_stretch() if there are blocks, else by the next block's
+ * on_block() as always.
+ */
+static bool stretch_lim(struct ptd_stream *s, struct ptd_stretch_lim *lim, bool *defer)
+{
+	struct pending_branch *p = &s->pend;
+	bool symbols = s->o.symbols && s->as >= 0;
+	uint64_t still = 0xfff - (s->still_blocks & 0xfff);
+
+	if (s->need_start || s->uret || s->xol || s->st.blocks >= s->budget || !still)
+		return false;
+	lim->max_blocks = s->budget - s->st.blocks;
+	if (lim->max_blocks > still)
+		lim->max_blocks = still;
+	lim->check_entry = false;
+	lim->range = NULL;
+	*defer = false;
+	switch (p->valid ? pending_class(s) : ptic_other) {
+	case ptic_return:
+	case ptic_far_return:
+		/* a return into the uretprobe trampoline waits for where it lands */
+		if (s->as >= 0 && in_uprobes(s, ptd_fast_ip(s->fast)))
+			return false;
+		/* fall through */
+	case ptic_call:
+	case ptic_far_call:
+		/*
+		 * Its event is made after the stretch, before its blocks are counted, at the
+		 * time the branch was taken (0: read later, at the next block: not here). It
+		 * leaves the function: the first jump's address tells the new one.
+		 */
+		if (!p->time)
+			return false;
+		*defer = true;
+		s->fn_valid = false;
+		if (symbols) {
+			lim->lo = lim->hi = 0;
+			lim->range = stretch_range;
+			lim->ctx = s;
+			return true;
+		}
+		break;
+	case ptic_jump:
+	case ptic_cond_jump:
+	case ptic_far_jump:
+		/* resolve() asks jump_leaves(), which judges it by the function of its ip */
+		if (symbols) {
+			fn_from(s, p->ip);
+			lim->check_entry = true;
+		}
+		break;
+	default:
+		break;
+	}
+	if (!symbols) {
+		lim->lo = 0;
+		lim->hi = UINT64_MAX;
+	} else if (s->fn_valid) {
+		/* jump_leaves(): a target in the function's range is no event, no change */
+		lim->lo = s->fn_start;
+		lim->hi = s->fn_end;
+	} else {
+		return false;
+	}
+	return true;
+}
+
+/* A stretch of blocks went by (ptd_fast_stretch()): count them as on_block() would. */
+static void on_stretch(struct ptd_stream *s, const struct ptd_stretch *st, bool defer)
+{
+	if (defer) {
+		/* the call or return into its first block; the function is the stretch's */
+		uint64_t start = s->fn_start, end = s->fn_end;
+		bool valid = s->fn_valid, known = s->fn_known;
+
+		resolve(s, st->ip);
+		s->fn_start = start;
+		s->fn_end = end;
+		s->fn_valid = valid;
+		s->fn_known = known;
+	}
+	s->fast_insns += st->insns;
+	s->fast_blocks += st->blocks;
+	s->st.fast_stretched += st->blocks;
+	s->st.insns += st->insns;
+	s->st.blocks += st->blocks;
+	s->still_blocks += (uint32_t)st->blocks;
+	s->time_stale = true;
+	/* its branches made no event; the last one's is judged at the next block */
+	set_pending(s, st->end_ip, st->iclass, ptem_64bit, st->isid);
 }
 
 /* Tracing stopped after `ip`; it would go on at `next` (0: unknown) if nothing intervened. */
@@ -1107,7 +1234,10 @@ static int budget_check(struct ptd_stream *s)
 /* One step: a sync, an event, or a block. */
 static void stream_step(struct ptd_stream *s)
 {
+	struct ptd_stretch_lim lim;
+	struct ptd_stretch stretch;
 	struct pt_block block;
+	bool defer;
 	int status;
 
 	if (s->state == ST_SYNC) {
@@ -1224,7 +1354,15 @@ static void stream_step(struct ptd_stream *s)
 		return;
 	}
 
-	status = s->on_fast ? ptd_fast_next(s->fast, &block) : PTD_FAST_FALLBACK;
+	if (!s->on_fast) {
+		status = PTD_FAST_FALLBACK;
+	} else if (stretch_lim(s, &lim, &defer)) {
+		status = ptd_fast_stretch(s->fast, &block, &lim, &stretch);
+		if (stretch.blocks)
+			on_stretch(s, &stretch, defer);
+	} else {
+		status = ptd_fast_next(s->fast, &block);
+	}
 	if (status == PTD_FAST_FALLBACK) {
 		if (s->on_fast)
 			fast_fallback(s);
@@ -1484,6 +1622,7 @@ void ptd_stream_stats(const struct ptd_stream *s, struct decode_stats *st)
 	st->fast_blocks += s->fast_blocks + s->st.fast_blocks;
 	st->fast_fallbacks += s->fast_fallbacks + s->st.fast_fallbacks;
 	st->fast_replayed += s->replayed + s->st.fast_replayed;
+	st->fast_stretched += s->st.fast_stretched;
 	st->split_pieces += s->st.split_pieces;
 	st->split_redecoded += s->st.split_redecoded;
 	if (s->fast) {

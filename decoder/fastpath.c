@@ -23,6 +23,10 @@
  *     same as the block decoder's at every step. The answers come from pktq
  *     (decoder/pktq.c: libipt's query decoder done again on its packet decoder, faster;
  *     where it falls back, so does the fast path), or PTBPF_FAST_QUERY=libipt's.
+ *   - a stretch (ptd_fast_stretch()): the blocks that end in a conditional or direct
+ *     jump staying in the caller's function range, walked here one after the other
+ *     (link, TNT bit, compare) and handed to decode.c as one sum, since they make no
+ *     output; next_bit() is the one place their bits come from.
  *
  * Anything else (decode errors, a mode other than 64-bit, TSX, paging/VMCS events while
  * tracing, ptwrite, power events, errata work-arounds that apply, an instruction the
@@ -76,7 +80,10 @@ struct run {
 	uint8_t size;		/* its length */
 	bool push;		/* RUN_CALL: pushes its return address (not a call to the
 				 * next instruction, position-independent code) */
+	uint8_t pad[12];	/* to 64 bytes: in the 64-byte aligned cache, a run is one
+				 * cache line, a lookup reads one */
 };
+_Static_assert(sizeof(struct run) == 64, "a run is one cache line");
 
 /*
  * The runs of one decode, shared by all its fast decoders (every stream, every piece of a
@@ -131,8 +138,12 @@ struct ptd_fast {
 	uint64_t retstack[65];	/* libipt's: 64 entries, one slot free */
 	uint8_t top, bottom;
 
-	/* the run the ip is known to start (through a link), -1: look it up */
-	int32_t next_run;
+	/*
+	 * The link the ip was reached through: run index * 2 + outcome (runs[i].link[k]),
+	 * -1: none (look the run up). A direct branch's link is its one target; a return's
+	 * or an indirect branch's is the run it reached last time (checked by ip).
+	 */
+	int32_t from_slot;
 
 	struct run *runs;
 	uint32_t nr_runs;
@@ -170,7 +181,7 @@ static void cache_flush(struct ptd_fast *f)
 	memset(f->hash, 0, RUN_HASH_SLOTS * sizeof(*f->hash));
 	f->nr_runs = 0;
 	f->nr_lens = 0;
-	f->next_run = -1;
+	f->from_slot = -1;
 	f->st.flushes++;
 }
 
@@ -450,32 +461,52 @@ done:
 	return run_commit(f, r);
 }
 
-/* The run starting at the current ip; NULL: not for the fast path. */
-static struct run *run_here(struct ptd_fast *f)
+/* run_here() without a link to the run: by hashing, else decoded. */
+static struct run *run_lookup(struct ptd_fast *f)
 {
+	struct run *r;
+	int32_t idx;
 	uint32_t h;
-	int32_t idx = f->next_run;
 
-	f->st.lookups++;
 	if (f->mode != ptem_64bit)
 		return NULL;
-	if (idx >= 0 && f->runs[idx].ip == f->ip && f->runs[idx].as == f->as) {
-		f->st.hits++;
-		f->st.linked++;
-		return &f->runs[idx];
-	}
 	for (h = hash_ip(f->ip, f->as, RUN_HASH_SLOTS); f->hash[h]; h = (h + 1) & (RUN_HASH_SLOTS - 1)) {
-		struct run *r = &f->runs[f->hash[h] - 1];
-
+		r = &f->runs[f->hash[h] - 1];
 		if (r->ip == f->ip && r->as == f->as) {
 			f->st.hits++;
-			return r;
+			goto found;
 		}
 	}
 	idx = run_stored(f);
 	if (idx < 0)
 		idx = run_decode(f, f->ip);
-	return idx < 0 ? NULL : &f->runs[idx];
+	if (idx < 0)
+		return NULL;
+	r = &f->runs[idx];
+found:
+	/* the link it was reached through (gone if the decode emptied the cache) */
+	if (f->from_slot >= 0)
+		f->runs[f->from_slot >> 1].link[f->from_slot & 1] = (int32_t)(r - f->runs);
+	return r;
+}
+
+/* The run starting at the current ip; NULL: not for the fast path. */
+static inline struct run *run_here(struct ptd_fast *f)
+{
+	int32_t from = f->from_slot, idx;
+
+	f->st.lookups++;
+	if (from >= 0) {
+		idx = f->runs[from >> 1].link[from & 1];
+		/* a link is only made in 64-bit mode, and a mode change drops it */
+		if (idx >= 0 && f->runs[idx].ip == f->ip && f->runs[idx].as == f->as &&
+		    f->mode == ptem_64bit) {
+			f->st.hits++;
+			f->st.linked++;
+			return &f->runs[idx];
+		}
+	}
+	return run_lookup(f);
 }
 
 /*
@@ -489,23 +520,10 @@ static int no_run(struct ptd_fast *f)
 	return FALLBACK(f);
 }
 
-/* The run reached from `r` through its link `k` is the one at the (new) ip. */
-static void follow(struct ptd_fast *f, struct run *r, int k)
+/* The ip was reached from `r` through its link `k` (taken or not, or its one successor). */
+static void follow(struct ptd_fast *f, const struct run *r, int k)
 {
-	f->next_run = r->link[k];
-	if (f->next_run < 0) {
-		/* learnt when that run is looked up: keep a pointer to fill the link */
-		f->next_run = -2 - (int32_t)((r - f->runs) * 2 + k);
-	}
-}
-
-/* After run_here() found run `r` by hashing: the run before it linked to it. */
-static void link_from(struct ptd_fast *f, int32_t prev_code, struct run *r)
-{
-	int32_t v = -2 - prev_code;
-
-	if (prev_code <= -2 && (uint32_t)(v / 2) < f->nr_runs)
-		f->runs[v / 2].link[v % 2] = (int32_t)(r - f->runs);
+	f->from_slot = (int32_t)((r - f->runs) * 2 + k);
 }
 
 /* ---------------------------------------------------------------- libipt's steps */
@@ -546,6 +564,33 @@ static void add_run(struct pt_block *b, const struct run *r, uint32_t ninsn, uin
 }
 
 /*
+ * The next conditional branch's outcome: the one place TNT bits come from (a bulk
+ * source can take them here). libipt's status, or its error.
+ */
+static inline int next_bit(struct ptd_fast *f, int *taken)
+{
+	return pktq_cond_branch(f->qry, taken);
+}
+
+/* The conditional branch ending run `r` went the way `taken` says (status: next_bit's). */
+static inline int take_cond(struct ptd_fast *f, const struct run *r, int status, int taken)
+{
+	if (status < 0)
+		return status;
+	if (status & pts_ip_suppressed)
+		return FALLBACK(f);
+	f->status = status;
+	if (taken) {
+		f->ip = r->target;
+		follow(f, r, 1);
+	} else {
+		f->ip = r->end_ip + r->size;
+		follow(f, r, 0);
+	}
+	return 0;
+}
+
+/*
  * The branch ending run `r` (already in the block) using trace: the next ip. 0 or a
  * query error; PTD_FAST_FALLBACK where libipt's paths differ (no ip in a TIP).
  */
@@ -555,22 +600,10 @@ static int with_trace(struct ptd_fast *f, struct run *r)
 
 	switch (r->kind) {
 	case RUN_COND:
-		status = pktq_cond_branch(f->qry, &taken);
-		if (status < 0)
-			return status;
-		if (status & pts_ip_suppressed)
-			return FALLBACK(f);
-		f->status = status;
-		if (taken) {
-			f->ip = r->target;
-			follow(f, r, 1);
-		} else {
-			f->ip = r->end_ip + r->size;
-			follow(f, r, 0);
-		}
-		return 0;
+		status = next_bit(f, &taken);
+		return take_cond(f, r, status, taken);
 	case RUN_RET:
-		status = pktq_cond_branch(f->qry, &taken);
+		status = next_bit(f, &taken);
 		if (status >= 0) {
 			if (status & pts_ip_suppressed)
 				return FALLBACK(f);
@@ -578,8 +611,9 @@ static int with_trace(struct ptd_fast *f, struct run *r)
 			/* a compressed return is a taken bit */
 			if (!taken)
 				return -pte_bad_retcomp;
-			f->next_run = -1;
-			return retstack_pop(f, &f->ip);
+			status = retstack_pop(f, &f->ip);
+			follow(f, r, 0);
+			return status;
 		}
 		if (status != -pte_bad_query)
 			return status;
@@ -597,19 +631,13 @@ static int with_trace(struct ptd_fast *f, struct run *r)
 	if (status & pts_ip_suppressed)
 		return FALLBACK(f);
 	f->status = status;
-	f->next_run = -1;
+	follow(f, r, 0);
 	return 0;
 }
 
-/* Block ends with no event: the block decoder's cached no-event flow. */
-static int proceed_no_event(struct ptd_fast *f, struct pt_block *b)
+/* The block of run `r` at the ip, with no event: the block decoder's cached flow. */
+static int block_run(struct ptd_fast *f, struct pt_block *b, struct run *r)
 {
-	int32_t prev = f->next_run;
-	struct run *r = run_here(f);
-
-	if (!r)
-		return no_run(f);
-	link_from(f, prev, r);
 	add_run(b, r, r->ninsn, r->end_ip, r->iclass);
 	switch (r->kind) {
 	case RUN_CALL:
@@ -631,6 +659,16 @@ static int proceed_no_event(struct ptd_fast *f, struct pt_block *b)
 	}
 }
 
+/* Block ends with no event: the block decoder's cached no-event flow. */
+static int proceed_no_event(struct ptd_fast *f, struct pt_block *b)
+{
+	struct run *r = run_here(f);
+
+	if (!r)
+		return no_run(f);
+	return block_run(f, b, r);
+}
+
 /* The outcome of walking to an ip or to a branch (pt_blk_proceed_to_ip/_to_insn). */
 enum walk {
 	WALK_REACHED = 1,	/* the ip was reached */
@@ -646,7 +684,6 @@ enum walk {
 static int walk(struct ptd_fast *f, struct pt_block *b, bool to_ip, uint64_t target,
 		struct run **last)
 {
-	int32_t prev = f->next_run;
 	struct run *r;
 
 	if (to_ip && f->ip == target)
@@ -654,7 +691,6 @@ static int walk(struct ptd_fast *f, struct pt_block *b, bool to_ip, uint64_t tar
 	r = run_here(f);
 	if (!r)
 		return no_run(f);
-	link_from(f, prev, r);
 	if (to_ip && target > r->ip && target <= r->end_ip) {
 		/* inside the run: stop before the instruction at target, if one starts there */
 		uint64_t at = r->ip, end = r->ip;
@@ -667,7 +703,7 @@ static int walk(struct ptd_fast *f, struct pt_block *b, bool to_ip, uint64_t tar
 		if (at == target) {
 			add_run(b, r, k, end, ptic_other);
 			f->ip = target;
-			f->next_run = -1;
+			f->from_slot = -1;
 			return WALK_REACHED;
 		}
 	}
@@ -694,7 +730,7 @@ static int walk(struct ptd_fast *f, struct pt_block *b, bool to_ip, uint64_t tar
 		/* fall through */
 	default:
 		f->ip = r->end_ip;
-		f->next_run = -1;
+		f->from_slot = -1;
 		return WALK_TRACE;
 	}
 }
@@ -706,7 +742,7 @@ static void disable_resume_ip(struct ptd_fast *f, const struct run *r)
 		f->ip = r->end_ip + r->size;
 	else
 		f->ip = 0;
-	f->next_run = -1;
+	f->from_slot = -1;
 }
 
 /*
@@ -832,16 +868,13 @@ static int proceed_event(struct ptd_fast *f, struct pt_block *b)
 }
 
 /* After a block or an event: fetch the next event and say if it binds here. */
-static int trailing_event(struct ptd_fast *f, bool after_block)
+static int bind_event(struct ptd_fast *f, bool after_block)
 {
 	struct pt_event *ev = &f->event;
 
 	if (!f->process_event) {
-		int status;
+		int status = pktq_event(f->qry, ev, sizeof(*ev));
 
-		if (!(f->status & pts_event_pending))
-			return blk_status(f, 0);
-		status = pktq_event(f->qry, ev, sizeof(*ev));
 		if (status < 0)
 			return status;
 		f->process_event = true;
@@ -903,6 +936,14 @@ static int trailing_event(struct ptd_fast *f, bool after_block)
 	return blk_status(f, 0);
 }
 
+/* As bind_event(), in line for the usual case: no event pending, none to fetch. */
+static inline int trailing_event(struct ptd_fast *f, bool after_block)
+{
+	if (!f->process_event && !(f->status & pts_event_pending))
+		return blk_status(f, 0);
+	return bind_event(f, after_block);
+}
+
 int ptd_fast_next(struct ptd_fast *f, struct pt_block *b)
 {
 	int status;
@@ -918,6 +959,94 @@ int ptd_fast_next(struct ptd_fast *f, struct pt_block *b)
 	if (!f->enabled)
 		return (f->status & pts_eos) ? -pte_eos : -pte_no_enable;
 	status = proceed_no_event(f, b);
+	if (status < 0)
+		return status;
+	return trailing_event(f, true);
+}
+
+int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_stretch_lim *lim,
+		     struct ptd_stretch *st)
+{
+	uint64_t lo = lim->lo, hi = lim->hi, left = lim->max_blocks, ip = 0;
+	uint64_t n = 0, insns = 0, linked = 0;
+	struct run *r = NULL, *last = NULL;
+	bool next = false;
+	int32_t idx;
+	int status = 0, taken;
+
+	st->ip = f->ip;
+	st->insns = 0;
+	st->blocks = 0;
+	if (f->process_event || !f->enabled || f->mode != ptem_64bit ||
+	    (lim->check_entry && (f->ip < lo || f->ip >= hi)))
+		return ptd_fast_next(f, b);
+	/* the block PTBPF_FAST_REFUSE refuses goes through ptd_fast_next() */
+	if (f->refuse_every && left > f->refuse_every - 1 - f->nexts % f->refuse_every)
+		left = f->refuse_every - 1 - f->nexts % f->refuse_every;
+	/* f->status has no event pending and no eos here: those end a stretch */
+	for (;; n++) {
+		if (n == left) {
+			next = true;
+			break;
+		}
+		ip = f->ip;
+		/* run_here(), its usual case in line: the link of the branch before */
+		idx = f->from_slot >= 0 ? f->runs[f->from_slot >> 1].link[f->from_slot & 1] : -1;
+		if (idx >= 0 && f->runs[idx].ip == ip && f->runs[idx].as == f->as) {
+			r = &f->runs[idx];
+			linked++;
+		} else {
+			f->st.lookups++;
+			r = run_lookup(f);
+			if (!r) {
+				status = no_run(f);
+				break;
+			}
+		}
+		if (r->kind == RUN_COND) {
+			status = next_bit(f, &taken);
+			status = take_cond(f, r, status, taken);
+			if (status < 0 || (f->status & (pts_event_pending | pts_eos)))
+				break;
+		} else if (r->kind == RUN_JUMP) {
+			f->ip = r->target;
+			follow(f, r, 0);
+		} else {
+			status = 1;	/* not a jump: the block is handed back */
+			break;
+		}
+		if (lim->range && !last && lim->range(lim->ctx, r->end_ip, &lo, &hi) < 0)
+			break;
+		if (f->ip < lo || f->ip >= hi)
+			break;
+		insns += r->ninsn;
+		last = r;
+	}
+	f->st.lookups += linked;
+	f->st.hits += linked;
+	f->st.linked += linked;
+	if (f->refuse_every)
+		f->nexts += n + !next;
+	st->insns = insns;
+	st->blocks = n;
+	if (last) {
+		st->end_ip = last->end_ip;
+		st->isid = last->isid;
+		st->iclass = (enum pt_insn_class)last->iclass;
+	}
+	if (next)
+		return ptd_fast_next(f, b);
+	/* the block handed back, as ptd_fast_next() makes it */
+	memset(b, 0, sizeof(*b));
+	b->ip = ip;
+	b->mode = f->mode;
+	b->speculative = f->speculative;
+	if (!r)
+		return status;
+	if (status > 0)
+		status = block_run(f, b, r);
+	else
+		add_run(b, r, r->ninsn, r->end_ip, r->iclass);
 	if (status < 0)
 		return status;
 	return trailing_event(f, true);
@@ -939,7 +1068,7 @@ int ptd_fast_event(struct ptd_fast *f, struct pt_event *out)
 		if (ev->variant.enabled.ip == f->ip)
 			ev->variant.enabled.resumed = 1;
 		f->ip = ev->variant.enabled.ip;
-		f->next_run = -1;
+		f->from_slot = -1;
 		f->enabled = true;
 		break;
 	case ptev_async_disabled:
@@ -957,7 +1086,7 @@ int ptd_fast_event(struct ptd_fast *f, struct pt_event *out)
 		if (ev->status_update || !f->enabled)
 			return -pte_bad_context;
 		f->ip = ev->variant.async_branch.to;
-		f->next_run = -1;
+		f->from_slot = -1;
 		break;
 	case ptev_async_paging:
 		if (!ev->ip_suppressed && f->ip != ev->variant.async_paging.ip)
@@ -982,7 +1111,7 @@ int ptd_fast_event(struct ptd_fast *f, struct pt_event *out)
 		f->enabled = !ev->ip_suppressed;
 		f->ip = ev->ip_suppressed ? 0 : ev->variant.overflow.ip;
 		f->speculative = false;
-		f->next_run = -1;
+		f->from_slot = -1;
 		break;
 	case ptev_exec_mode:
 		if (!ev->ip_suppressed && f->ip != ev->variant.exec_mode.ip)
@@ -1031,7 +1160,7 @@ static void fast_reset(struct ptd_fast *f)
 	f->speculative = false;
 	memset(&f->event, 0, sizeof(f->event));
 	f->top = f->bottom = 0;
-	f->next_run = -1;
+	f->from_slot = -1;
 }
 
 static int fast_start(struct ptd_fast *f, int status)
@@ -1074,8 +1203,13 @@ int ptd_fast_time(struct ptd_fast *f, uint64_t *time, uint32_t *lost_mtc, uint32
 void ptd_fast_set_as(struct ptd_fast *f, int as)
 {
 	if (as != f->as)
-		f->next_run = -1;
+		f->from_slot = -1;
 	f->as = as;
+}
+
+uint64_t ptd_fast_ip(const struct ptd_fast *f)
+{
+	return f->ip;
 }
 
 void ptd_fast_stats(const struct ptd_fast *f, struct ptd_fast_stats *st)
@@ -1133,7 +1267,7 @@ struct ptd_fast *ptd_fast_new(const struct pt_config *cfg, struct ptd_images *im
 		f = calloc(1, sizeof(*f));
 		if (!f)
 			return NULL;
-		f->runs = malloc(RUN_CACHE_RUNS * sizeof(*f->runs));
+		f->runs = aligned_alloc(64, RUN_CACHE_RUNS * sizeof(*f->runs));
 		f->hash = calloc(RUN_HASH_SLOTS, sizeof(*f->hash));
 		f->lens = malloc(LENS_POOL);
 	}
@@ -1141,7 +1275,7 @@ struct ptd_fast *ptd_fast_new(const struct pt_config *cfg, struct ptd_images *im
 	f->im = im;
 	f->store = store;
 	f->as = -1;
-	f->next_run = -1;
+	f->from_slot = -1;
 	/* the block decoder's queries: the same config, no flags of its own */
 	f->qry = pktq_new(cfg, pktq_engine_from_env());
 	if (!f->qry || !f->runs || !f->hash || !f->lens) {

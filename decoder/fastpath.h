@@ -12,6 +12,7 @@
 #ifndef PTBPF_DECODER_FASTPATH_H
 #define PTBPF_DECODER_FASTPATH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <intel-pt.h>
@@ -45,6 +46,42 @@ int ptd_fast_time(struct ptd_fast *f, uint64_t *time, uint32_t *lost_mtc, uint32
 /* As pt_blk_next / pt_blk_event, or PTD_FAST_FALLBACK with nothing consumed. */
 int ptd_fast_next(struct ptd_fast *f, struct pt_block *block);
 int ptd_fast_event(struct ptd_fast *f, struct pt_event *event);
+
+/*
+ * A stretch: blocks that end in a conditional or direct jump staying in [lo, hi), taken
+ * with no event or status (pts_*) between them, so that the caller makes no output for
+ * them and only counts them. ptd_fast_stretch() walks such blocks (at most max_blocks),
+ * sums them up in struct ptd_stretch, and hands back the first block that is not one,
+ * as ptd_fast_next() does (the same block, status and errors). Where a run link leads
+ * the way (the usual case), a block costs a compare and its TNT bit.
+ */
+struct ptd_stretch_lim {
+	uint64_t lo, hi;	/* a jump whose target is in [lo, hi) makes no output */
+	uint64_t max_blocks;	/* blocks the stretch may hold (0: hand back the next) */
+	bool check_entry;	/* the ip must be in [lo, hi) too: the branch that led to
+				 * it is such a jump, not yet judged */
+	/*
+	 * NULL: [lo, hi) is known. Else it is asked at the first jump, of the function of
+	 * that jump's address (the caller's jump_leaves()): 0 and the range, or < 0 when
+	 * no range would make that jump quiet.
+	 */
+	int (*range)(void *ctx, uint64_t from, uint64_t *lo, uint64_t *hi);
+	void *ctx;
+};
+
+struct ptd_stretch {
+	uint64_t ip;		/* its first block's ip; valid if blocks */
+	uint64_t insns;		/* instructions the stretch retired */
+	uint64_t blocks;	/* its blocks (0: none, the block handed back is the next) */
+	uint64_t end_ip;	/* its last instruction (a jump); valid if blocks */
+	int isid;		/* that instruction's libipt section */
+	enum pt_insn_class iclass;	/* and class (ptic_cond_jump or ptic_jump) */
+};
+
+int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *block, const struct ptd_stretch_lim *lim,
+		     struct ptd_stretch *st);
+/* Where the next block starts (valid between blocks, with tracing on). */
+uint64_t ptd_fast_ip(const struct ptd_fast *f);
 void ptd_fast_stats(const struct ptd_fast *f, struct ptd_fast_stats *st);
 /* Frees the runs a decode's fast decoders share (struct ptd_images' run_store). */
 void ptd_run_store_free(struct ptd_run_store *st);

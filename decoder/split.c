@@ -780,6 +780,7 @@ static void lane_stats(struct lane *l)
 	all->fast_blocks = st.fast_blocks;
 	all->fast_fallbacks = st.fast_fallbacks;
 	all->fast_replayed = st.fast_replayed;
+	all->fast_stretched = st.fast_stretched;
 	all->split_pieces = l->nr_pc;
 	all->split_redecoded = l->redecoded;
 }

@@ -423,12 +423,14 @@ static void print_stats(const struct decode_stats *st)
 		st->last_time > st->first_time ? (st->last_time - st->first_time) / 1e9 : 0.0,
 		st->seconds, st->seconds > 0 ? mb / st->seconds : 0.0);
 	if (st->fast_lookups || st->fast_fallbacks)
-		fprintf(stderr, "fast path     %" PRIu64 " of %" PRIu64 " blocks (%.1f %%), run cache "
-			"hits %.1f %% of %" PRIu64 " lookups (%" PRIu64 " runs decoded, %" PRIu64
-			" copied from another stream's), %" PRIu64 " flushes; block decoder took "
-			"over %" PRIu64 " times, replaying %" PRIu64 " blocks\n",
+		fprintf(stderr, "fast path     %" PRIu64 " of %" PRIu64 " blocks (%.1f %%; %.1f %% "
+			"in stretches), run cache hits %.1f %% of %" PRIu64 " lookups (%" PRIu64
+			" runs decoded, %" PRIu64 " copied from another stream's), %" PRIu64
+			" flushes; block decoder took over %" PRIu64 " times, replaying %" PRIu64
+			" blocks\n",
 			st->fast_blocks, st->blocks,
 			st->blocks ? 100.0 * (double)st->fast_blocks / (double)st->blocks : 0.0,
+			st->blocks ? 100.0 * (double)st->fast_stretched / (double)st->blocks : 0.0,
 			st->fast_lookups ? 100.0 * (double)st->fast_hits / (double)st->fast_lookups
 					 : 0.0,
 			st->fast_lookups, st->fast_lookups - st->fast_hits - st->fast_stored,

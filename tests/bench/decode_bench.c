@@ -608,12 +608,13 @@ static void measure(const char *name, const char *data, const char *sysroot, con
 		       pn.cpu / pe.cpu);
 	if (verified >= 0)
 		printf("  fast path: %.1f %% of blocks (fallback share %.1f %%: %llu times the block "
-		       "decoder took over), run cache hit rate %.1f %% of %llu lookups, %llu "
-		       "flushes; --verify-fast: %s\n",
+		       "decoder took over; %.1f %% of blocks in stretches), run cache hit rate "
+		       "%.1f %% of %llu lookups, %llu flushes; --verify-fast: %s\n",
 		       fst.blocks ? 100.0 * (double)fst.fast_blocks / (double)fst.blocks : 0.0,
 		       fst.blocks ? 100.0 - 100.0 * (double)fst.fast_blocks / (double)fst.blocks
 				  : 0.0,
 		       (unsigned long long)fst.fast_fallbacks,
+		       fst.blocks ? 100.0 * (double)fst.fast_stretched / (double)fst.blocks : 0.0,
 		       fst.fast_lookups ? 100.0 * (double)fst.fast_hits / (double)fst.fast_lookups
 					: 0.0,
 		       (unsigned long long)fst.fast_lookups, (unsigned long long)fst.fast_flushes,

@@ -4,7 +4,9 @@
 # The fast path (decoder/fastpath.c): libipt's block decoder done again on its query
 # decoder with a cache of straight runs. On real hardware traces (HASE perf captures,
 # DynamoRIO's raw trace, kAFL's mruby when present) it must
-#   - decode nearly every block itself (--stats: "fast path N of M blocks"),
+#   - decode nearly every block itself (--stats: "fast path N of M blocks"), most of
+#     them in stretches (blocks that end in a jump staying in its function, walked in
+#     the fast path and counted by decode.c as one sum each),
 #   - give the same output as the block decoder alone (--no-fast), byte for byte,
 #   - pass --verify-fast (both ways, every event compared) with exit 0,
 # and with PTBPF_FAST_REFUSE=N (the fast path refuses every Nth block, so the block
@@ -14,24 +16,29 @@
 
 SKL="--cpu 6/85/4 --mtc-freq 3 --nom-freq 37 --cpuid-0x15 2,308"
 
-# share NAME STATS-FILE MIN: the fast path decoded at least MIN % of the blocks
+# share NAME STATS-FILE MIN [MIN-STRETCHED]: the fast path decoded at least MIN % of the
+# blocks, and at least MIN-STRETCHED % went in stretches (blocks that end in a jump
+# staying in its function, counted by decode.c as one sum: ptd_fast_stretch())
 share() {
-	local line pct
+	local line pct st
 	line=$(grep '^fast path' "$2") || { cat "$2"; fail "$1: no fast path line in --stats"; }
-	pct=$(echo "$line" | sed -n 's/.*blocks (\([0-9.]*\) %).*/\1/p')
+	pct=$(echo "$line" | sed -n 's/.*blocks (\([0-9.]*\) %;.*/\1/p')
 	awk -v p="$pct" -v m="$3" 'BEGIN { exit !(p >= m) }' ||
 		fail "$1: the fast path decoded $pct % of the blocks (< $3 %): $line"
+	st=$(echo "$line" | sed -n 's/.*; \([0-9.]*\) % in stretches).*/\1/p')
+	awk -v p="$st" -v m="${4:-0}" 'BEGIN { exit !(p != "" && p >= m) }' ||
+		fail "$1: $st % of the blocks in stretches (< ${4:-0} %): $line"
 }
 
-# check NAME MIN-SHARE DECODE-ARGS...: the checks above on one input
+# check NAME MIN-SHARE MIN-STRETCHED DECODE-ARGS...: the checks above on one input
 check() {
-	local name=$1 min=$2 n
-	shift 2
+	local name=$1 min=$2 stretched=$3 n
+	shift 3
 	PTBPF_VERIFY_FAST=0 "$PTBPF" decode "$@" -j 1 --format calls -o "$TMP/ref.calls" \
 		--no-fast 2>"$TMP/ref.err" || { cat "$TMP/ref.err"; fail "$name: --no-fast decode"; }
 	PTBPF_VERIFY_FAST=0 "$PTBPF" decode "$@" -j 1 --format calls -o "$TMP/fast.calls" \
 		--stats 2>"$TMP/fast.err" || { cat "$TMP/fast.err"; fail "$name: decode"; }
-	share "$name" "$TMP/fast.err" "$min"
+	share "$name" "$TMP/fast.err" "$min" "$stretched"
 	cmp -s "$TMP/ref.calls" "$TMP/fast.calls" || {
 		diff "$TMP/ref.calls" "$TMP/fast.calls" | head -5
 		fail "$name: the fast path's output differs from the block decoder's"
@@ -60,19 +67,19 @@ check() {
 
 H=$PERFPT/hase-2018
 [ -d "$H" ] || skip "no $H"
-check hase-skl-control_flow 99 "$H/skl-control_flow/control_flow-20180404T163033.perf" \
+check hase-skl-control_flow 99 50 "$H/skl-control_flow/control_flow-20180404T163033.perf" \
 	--sysroot "$H/skl-control_flow/symfs"
-check hase-bdw-snapshot-loopy 99 "$H/bdw-snapshot-loopy/perf.data.1" \
+check hase-bdw-snapshot-loopy 99 0 "$H/bdw-snapshot-loopy/perf.data.1" \
 	--sysroot "$H/bdw-snapshot-loopy/binaries"
 
 DR=$HWPT/dynamorio-drpt2trace/test_simple.tracedir-841a2b04
 [ -d "$DR" ] || skip "no $DR"
 # shellcheck disable=SC2086
-check dynamorio-hello 80 --raw-pt "$DR/pt.bin" --elf "$DR/hello" $SKL --tsc-hz 2000000000
+check dynamorio-hello 80 0 --raw-pt "$DR/pt.bin" --elf "$DR/hello" $SKL --tsc-hz 2000000000
 
 if [ -n "${KAFL:-}" ] && [ -d "$KAFL/mruby" ]; then
 	# shellcheck disable=SC2046
-	check kafl-mruby 99 --raw-pt "$KAFL/mruby/trace" $(kafl_images "$KAFL/mruby" data)
+	check kafl-mruby 99 50 --raw-pt "$KAFL/mruby/trace" $(kafl_images "$KAFL/mruby" data)
 else
 	echo "kAFL/Nyx traces not present (PTBPF_TESTDATA): mruby not checked"
 fi
