@@ -26,6 +26,12 @@
 #include "log.h"
 #include "piece.h"
 
+/*
+ * A piece's last instruction until its first block: the one the piece before ended
+ * with, which the join fills in (ptd_piece_join()); never a real instruction's address.
+ */
+#define PTD_IP_SEAM UINT64_MAX
+
 /* Entries of a stream's cache of what branch instructions say (see pending_insn()). */
 #define CLASS_CACHE_SIZE 4096
 
@@ -175,6 +181,9 @@ struct ptd_stream {
 	bool head_valid;
 	struct piece_head head;
 	uint64_t emitted;	/* events emitted */
+	/* events whose `from` is PTD_IP_SEAM, and the thread they are of */
+	uint64_t seam_events;
+	uint32_t seam_pid, seam_tid;
 
 	/*
 	 * The stream's own copies of the address spaces' libipt images: a decoder moves
@@ -305,7 +314,7 @@ static void emit_error(struct ptd_stream *s, int code, uint64_t ip)
 	s->error_resync = true;
 	/* an error before tracing started still belongs to whoever ran then */
 	if (!s->have_thread && s->o.nr_sched)
-		attribute(s, ip);
+		attribute(s, ip == PTD_IP_SEAM ? 0 : ip);
 	dlog("[%" PRIx64 ", %" PRIx64 ": error: %s]\n", off, ip, ptd_errstr(code));
 	/* on at the next PSB */
 	s->state = ST_SYNC;
@@ -315,6 +324,7 @@ static void emit_error(struct ptd_stream *s, int code, uint64_t ip)
 	ev->from = ip;
 	ev->offset = off;
 	ev->code = code;
+	s->seam_events += ip == PTD_IP_SEAM;
 }
 
 /* ---------------------------------------------------------------- threads */
@@ -415,8 +425,16 @@ static int set_thread(struct ptd_stream *s, uint32_t pid, uint32_t tid, int as)
 				s->up_end = a->maps[i].end;
 			}
 	}
-	if (!s->have_thread || pid != s->pid || tid != s->tid)
+	if (!s->have_thread || pid != s->pid || tid != s->tid) {
 		s->selected = !s->o.selected || s->o.selected(s->o.selected_ctx, pid, tid);
+		/* the last instruction decoded was another thread's, not this one's */
+		if (s->have_thread)
+			s->last_ip = 0;
+		else if (s->last_ip == PTD_IP_SEAM) {
+			s->seam_pid = pid;
+			s->seam_tid = tid;
+		}
+	}
 	s->pid = pid;
 	s->tid = tid;
 	s->as = as;
@@ -922,6 +940,7 @@ static void stop_tracing(struct ptd_stream *s, enum cs_stop_reason why, uint64_t
 		ev->from = ip;
 		ev->to = next;
 		ev->reason = (uint16_t)why;
+		s->seam_events += ip == PTD_IP_SEAM;
 	}
 }
 
@@ -1011,6 +1030,7 @@ static int on_event(struct ptd_stream *s, const struct pt_event *e)
 		if (ev) {
 			ev->offset = trace_offset(s);
 			ev->from = s->last_ip;
+			s->seam_events += s->last_ip == PTD_IP_SEAM;
 			ev->to = e->ip_suppressed ? 0 : e->variant.overflow.ip;
 		}
 		s->enabled = !e->ip_suppressed;
@@ -1180,6 +1200,12 @@ static int open_range(struct ptd_stream *s, size_t k)
 	}
 	s->range = k;
 	s->range_open = true;
+	/*
+	 * The stretch skipped before it ran other threads only: whatever the last
+	 * instruction decoded was, the whole decode has another thread's there (see
+	 * set_thread()).
+	 */
+	s->last_ip = 0;
 	image = s->have_thread ? stream_image(s, s->as) : NULL;
 	if (image) {
 		pt_blk_set_image(dec, image);
@@ -1715,6 +1741,7 @@ struct ptd_stream *ptd_piece_new(const struct ptd_stream *parent, uint64_t begin
 	s->stop_ip = stop_ip;
 	s->piece = (struct ptd_range){ begin, end };
 	if (begin) {
+		s->last_ip = PTD_IP_SEAM;
 		s->o.ranges = &s->piece;
 		s->o.nr_ranges = 1;
 		s->range_open = true;
@@ -1731,9 +1758,9 @@ struct ptd_stream *ptd_piece_new(const struct ptd_stream *parent, uint64_t begin
 	return s;
 }
 
-int ptd_piece_join(const struct ptd_stream *prev, struct ptd_stream *next,
-		   const struct ptd_event *first, uint64_t blocks_before, uint64_t add_prev,
-		   uint64_t add_next, size_t index, struct ptd_join *j)
+static int join(const struct ptd_stream *prev, struct ptd_stream *next,
+		const struct ptd_event *first, uint64_t blocks_before, uint64_t add_prev,
+		uint64_t add_next, size_t index, struct ptd_join *j)
 {
 	const struct piece_head *h = &next->head;
 	struct ptd_event *ev;
@@ -1806,4 +1833,49 @@ again:
 	     next->head_valid, next->head.block, prev->tid, next->head.tid,
 	     next->head.events_before, first ? first->kind : 0);
 	return 1;
+}
+
+/*
+ * The stops, errors and overflows `next` made before its first block name the last
+ * instruction the sequential decode had there: prev's, unless tracing restarted in
+ * another thread. Those events are all in its first chunk (`ev`, nr) unless it made
+ * thousands before a block: then it is decoded again (1).
+ */
+static int fill_seam_ip(const struct ptd_stream *prev, struct ptd_stream *next,
+			struct ptd_event *ev, size_t nr)
+{
+	uint64_t ip = prev->last_ip, n = 0;
+	size_t i;
+
+	/* no thread yet: no event either (it is done, or its first chunk was not full) */
+	if (!next->have_thread || (!next->seam_events && next->last_ip != PTD_IP_SEAM))
+		return 0;
+	if (prev->have_thread && (prev->pid != next->seam_pid || prev->tid != next->seam_tid))
+		ip = 0;
+	for (i = 0; i < nr; i++)
+		n += ev[i].from == PTD_IP_SEAM;
+	if (n != next->seam_events)
+		return 1;
+	for (i = 0; i < nr; i++)
+		if (ev[i].from == PTD_IP_SEAM)
+			ev[i].from = ip;
+	/* still no block: what it decodes next has that instruction too (not busy here) */
+	if (next->last_ip == PTD_IP_SEAM)
+		next->last_ip = ip;
+	next->seam_events = 0;
+	return 0;
+}
+
+int ptd_piece_join(const struct ptd_stream *prev, struct ptd_stream *next,
+		   struct ptd_event *first, size_t nr_first, uint64_t blocks_before,
+		   uint64_t add_prev, uint64_t add_next, size_t index, struct ptd_join *j)
+{
+	int again = join(prev, next, first, blocks_before, add_prev, add_next, index, j);
+
+	if (!again && fill_seam_ip(prev, next, first, first ? nr_first : 0)) {
+		dlog("[piece %zu at %" PRIx64 ": decoded again (stops before its first block "
+		     "beyond its first chunk)]\n", index + 1, next->piece.begin);
+		again = 1;
+	}
+	return again;
 }

@@ -44,12 +44,13 @@ struct ptd_join {
  * Joins piece `next` to `prev` (decoded to its end): 0, with the seam in *j; 1: `next`
  * must be decoded again as a continuation; 2: so must the rest of the stream (the work
  * budget: decoding each piece again from the start would cost the sequential decode
- * once per piece). `first` is next's first event (NULL: none), blocks_before the blocks
- * of the pieces up to prev, add_prev/add_next what their times count from (timeless:
- * instructions), `index` prev's (for the log).
+ * once per piece). `first` is next's first chunk, nr_first events (NULL: none), where
+ * the join fills in prev's last instruction for next's stops before its first block;
+ * blocks_before the blocks of the pieces up to prev, add_prev/add_next what their
+ * times count from (timeless: instructions), `index` prev's (for the log).
  */
 int ptd_piece_join(const struct ptd_stream *prev, struct ptd_stream *next,
-		   const struct ptd_event *first, uint64_t blocks_before, uint64_t add_prev,
-		   uint64_t add_next, size_t index, struct ptd_join *j);
+		   struct ptd_event *first, size_t nr_first, uint64_t blocks_before,
+		   uint64_t add_prev, uint64_t add_next, size_t index, struct ptd_join *j);
 
 #endif /* PTBPF_DECODER_PIECE_H */

@@ -551,8 +551,9 @@ static int next_piece(struct merge *m, struct lane *l, bool threaded)
 		for (k = 0; k <= l->at; k++)
 			if (l->pc[k].s)
 				blocks_before += ptd_stream_counts(l->pc[k].s)->blocks;
-		again = ptd_piece_join(prev->s, next->s, next->head ? &next->head->ev[0] : NULL,
-				       blocks_before, add_prev, l->add, l->at, &l->join);
+		again = ptd_piece_join(prev->s, next->s, next->head ? next->head->ev : NULL,
+				       next->head ? next->head->nr : 0, blocks_before, add_prev,
+				       l->add, l->at, &l->join);
 		l->join_pos = 0;
 		/*
 		 * A replay decodes from the start of the stream: once the replays would have

@@ -42,6 +42,7 @@
 
 #include "callstack.h"
 #include "capstone_lazy.h"
+#include "capture_synth.h"
 #include "pktq.h"
 #include "perfdata.h"
 #include "ptdecode.h"
@@ -656,22 +657,6 @@ static bool skip_target_copy(size_t k)
 	return k % SKIP_PERIOD < SKIP_TARGET;
 }
 
-static int add_switch(struct capture *cap, const struct pd_record *tmpl, uint64_t time,
-		      uint32_t from, uint32_t to)
-{
-	struct pd_record out = *tmpl, in = *tmpl;
-
-	out.misc = PERF_RECORD_MISC_SWITCH_OUT;
-	out.sample.pid = out.sample.tid = from;
-	out.sample.time = time - 1;
-	out.sw.next_prev_pid = out.sw.next_prev_tid = to;
-	in.misc = 0;
-	in.sample.pid = in.sample.tid = to;
-	in.sample.time = time;
-	in.sw.next_prev_pid = in.sw.next_prev_tid = from;
-	return capture__add_record(cap, &out) ?: capture__add_record(cap, &in);
-}
-
 static void bench_skip(size_t want)
 {
 	char src[512], symfs[512], data[64], fxt[64], all[64], sel[64], cmd[2048], pidarg[16];
@@ -735,20 +720,12 @@ static void bench_skip(size_t want)
 		}
 	}
 	/* the sideband: no switches, no exit; a second process with the same code */
-	for (i = 0; i < cap->nr_records; i++) {
-		struct pd_record r = cap->records[i];
-
-		if (r.type == PERF_RECORD_SWITCH_CPU_WIDE && !have_sw) {
-			sw = r;
-			have_sw = true;
-		}
-		if (r.type == PERF_RECORD_SWITCH_CPU_WIDE || r.type == PERF_RECORD_EXIT)
-			continue;
-		if (r.type == PERF_RECORD_COMM && (r.misc & PERF_RECORD_MISC_COMM_EXEC))
-			target = r.comm.pid;
-		cap->records[n++] = r;
-	}
-	cap->nr_records = n;
+	have_sw = !capture_drop_schedule(cap, &sw);
+	n = cap->nr_records;
+	for (i = 0; i < n; i++)
+		if (cap->records[i].type == PERF_RECORD_COMM &&
+		    (cap->records[i].misc & PERF_RECORD_MISC_COMM_EXEC))
+			target = cap->records[i].comm.pid;
 	other = target + 1;
 	for (i = 0; i < n && have_sw && target; i++) {
 		struct pd_record r = cap->records[i];
@@ -771,7 +748,7 @@ static void bench_skip(size_t want)
 		bool now = skip_target_copy(k), before = skip_target_copy(k - 1);
 
 		if (now != before &&
-		    add_switch(cap, &sw, pd_tsc_to_time(&cap->pt, first + k * step) - 1000,
+		    capture_add_switch(cap, &sw, pd_tsc_to_time(&cap->pt, first + k * step) - 1000,
 			       before ? target : other, now ? target : other))
 			goto bad;
 	}
