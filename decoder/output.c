@@ -703,6 +703,8 @@ int ptd_output_run(const struct ptd_output_opts *oo, struct ptd_stream **streams
 		err = ptd_streams_verify_fast(streams, nr);
 		if (err)
 			return err;
+		if (stats)
+			stats->verified_fast = true;
 	}
 	if (getenv("PTBPF_OUTPUT_CPU") && !strcmp(getenv("PTBPF_OUTPUT_CPU"), "1")) {
 		err = output_timed(oo, streams, nr, extra, nr_extra, stats);

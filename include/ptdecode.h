@@ -80,6 +80,8 @@ struct decode_stats {
 	 * decoder's events to the bytes written (call stacks, symbols, FXT); else 0 */
 	double output_cpu;
 	bool trigger_placed;		/* the trigger marker was placed in a thread's flow */
+	bool verified_fast;		/* every stream was first decoded both ways, block
+					 * decoder and fast path, with no difference */
 	/* For a capture summary: the longest call that returned in the trace. */
 	uint64_t slowest_ns;		/* its duration, 0 if no call returned */
 	uint32_t slowest_pid, slowest_tid;	/* its thread */

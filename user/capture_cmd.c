@@ -287,6 +287,15 @@ static void print_summary(const struct capture_run *run, const struct capture *c
 		if (st->slowest_ns)
 			fprintf(stderr, "  slowest   %s  %s\n", fmt_duration(st->slowest_ns, slow, sizeof(slow)),
 			       st->slowest_path);
+		if (!run->opts->no_fast)
+			vlog("  decoded   fast path %" PRIu64 " of %" PRIu64 " blocks%s\n",
+			     st->fast_blocks, st->blocks, st->verified_fast ?
+			     ", checked against libipt's block decoder (--verify-fast): no difference"
+			     : "");
+		else
+			vlog("  decoded   libipt's block decoder alone (--no-fast), %" PRIu64 " blocks%s\n",
+			     st->blocks, st->verified_fast ? " (and the fast path, --verify-fast: no "
+			     "difference)" : "");
 		fprintf(stderr, "  trace     %s (%lld bytes)\n", fxt,
 		       stat(fxt, &sb) ? 0LL : (long long)sb.st_size);
 	}
@@ -359,6 +368,8 @@ static int take_snapshot(struct capture_run *run)
 			.pids = &target_pid,
 			.nr_pids = opts->system_wide ? 0 : 1,
 			.children = opts->follow_forks,
+			.no_fast = opts->no_fast,
+			.verify_fast = opts->verify_fast,
 		};
 
 		err = output_move_aside(fxt) ?: ptdecode_capture(cap, &dopts, &st);

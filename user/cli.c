@@ -92,6 +92,8 @@ enum {
 	OPT_PSB_PERIOD,
 	OPT_NORETCOMP,
 	OPT_FILTER,
+	OPT_NO_FAST,
+	OPT_VERIFY_FAST,
 };
 
 static const struct argp_option capture_options[] = {
@@ -145,6 +147,12 @@ static const struct argp_option capture_options[] = {
 	{ "decode", OPT_DECODE, "yes|no", 0, "--decode=no keeps only the capture" },
 	{ "kernel", OPT_KERNEL, NULL, 0, "Also trace and decode the kernel (needs /proc/kcore)" },
 	{ "jobs", 'j', "N", 0, "Decoder threads (default: number of cores)" },
+	{ "no-fast", OPT_NO_FAST, NULL, 0,
+	  "Decode with libipt's block decoder alone, without the fast path (as ptbpf "
+	  "decode --no-fast)" },
+	{ "verify-fast", OPT_VERIFY_FAST, NULL, 0,
+	  "Decode every stream both ways first (block decoder, fast path) and fail at the "
+	  "first difference, naming it (as ptbpf decode --verify-fast; -v says it ran)" },
 
 	{ NULL, 0, NULL, 0, "Backends:", 5 },
 	{ "backend", OPT_BACKEND, "pt|singlestep", 0,
@@ -577,6 +585,12 @@ static error_t parse_capture_opt(int key, char *arg, struct argp_state *state)
 		if (count_arg(state, "-j", arg, 1, 1024, &v))
 			return EINVAL;
 		o->jobs = (int)v;
+		return 0;
+	case OPT_NO_FAST:
+		o->no_fast = true;
+		return 0;
+	case OPT_VERIFY_FAST:
+		o->verify_fast = true;
 		return 0;
 	case OPT_BACKEND:
 		return CHOICE(state, "--backend", arg, backends, &o->backend);

@@ -75,6 +75,8 @@ struct capture_opts {
 	bool decode;			/* --decode=no clears it */
 	bool kernel;			/* --kernel: trace and decode the kernel too */
 	int jobs;			/* decoder threads (-j), 0: all cores */
+	bool no_fast;			/* --no-fast: libipt's block decoder alone */
+	bool verify_fast;		/* --verify-fast: decode both ways, fail at a difference */
 
 	/* backends */
 	enum backend_kind backend;
