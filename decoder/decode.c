@@ -1088,17 +1088,25 @@ static void stream_synced(struct ptd_stream *s, int status)
 		s->as = -1;
 }
 
-/*
- * A block decoder over the stream's bytes up to `end`, offsets counted from the start
- * of the stream; NULL when libipt refuses the configuration.
- */
-static struct pt_block_decoder *open_decoder(const struct ptd_stream_opts *o, uint64_t end)
+/* The stream's configuration over its bytes up to `end`. */
+static struct pt_config bytes_config(const struct ptd_stream_opts *o, uint64_t end)
 {
 	struct pt_config cfg = o->config;
 
 	cfg.size = sizeof(cfg);
 	cfg.begin = (uint8_t *)o->buf;
 	cfg.end = (uint8_t *)o->buf + end;
+	return cfg;
+}
+
+/*
+ * A block decoder over the stream's bytes up to `end`, offsets counted from the start
+ * of the stream; NULL when libipt refuses the configuration.
+ */
+static struct pt_block_decoder *open_decoder(const struct ptd_stream_opts *o, uint64_t end)
+{
+	struct pt_config cfg = bytes_config(o, end);
+
 	/* every call and jump ends a block: that is where the events are */
 	cfg.flags.variant.block.end_on_call = 1;
 	cfg.flags.variant.block.end_on_jump = 1;
@@ -1108,14 +1116,9 @@ static struct pt_block_decoder *open_decoder(const struct ptd_stream_opts *o, ui
 /* The fast path over the same bytes, NULL without o.fast (or if refused: no fast path). */
 static struct ptd_fast *open_fast(const struct ptd_stream_opts *o, uint64_t end)
 {
-	struct pt_config cfg = o->config;
+	struct pt_config cfg = bytes_config(o, end);
 
-	if (!o->fast)
-		return NULL;
-	cfg.size = sizeof(cfg);
-	cfg.begin = (uint8_t *)o->buf;
-	cfg.end = (uint8_t *)o->buf + end;
-	return ptd_fast_new(&cfg, o->images);
+	return o->fast ? ptd_fast_new(&cfg, o->images) : NULL;
 }
 
 /* Adds the fast decoder's figures to the stream's before it goes. */
@@ -1193,9 +1196,14 @@ static int open_range(struct ptd_stream *s, size_t k)
 	pt_blk_free_decoder(s->dec);
 	s->dec = dec;
 	if (s->fast) {
-		ptd_fast_stats_add(s);
-		ptd_fast_free(s->fast);
-		s->fast = open_fast(&s->o, r->end);
+		/* its run cache goes on: a cold one costs a range more than its decode */
+		struct pt_config cfg = bytes_config(&s->o, r->end);
+
+		if (ptd_fast_set_end(s->fast, &cfg) < 0) {
+			ptd_fast_stats_add(s);
+			ptd_fast_free(s->fast);
+			s->fast = NULL;
+		}
 		s->on_fast = false;
 	}
 	s->range = k;

@@ -1287,6 +1287,20 @@ struct ptd_fast *ptd_fast_new(const struct pt_config *cfg, struct ptd_images *im
 	return f;
 }
 
+int ptd_fast_set_end(struct ptd_fast *f, const struct pt_config *cfg)
+{
+	struct pktq *qry = pktq_new(cfg, pktq_engine_from_env());
+
+	if (!qry)
+		return -pte_nomem;
+	pktq_free(f->qry);
+	f->qry = qry;
+	f->cfg = *cfg;
+	f->as = -1;
+	fast_reset(f);
+	return 0;
+}
+
 void ptd_fast_free(struct ptd_fast *f)
 {
 	struct ptd_run_store *st;

@@ -36,6 +36,11 @@ struct ptd_fast_stats {
 /* A fast decoder over `cfg`'s bytes (begin/end set) reading code from `im`; NULL: refused. */
 struct ptd_fast *ptd_fast_new(const struct pt_config *cfg, struct ptd_images *im);
 void ptd_fast_free(struct ptd_fast *f);
+/*
+ * The same fast decoder over other bytes (`cfg`'s begin/end; the rest as before),
+ * unsynced, with no address space: its run cache is kept (the code has not changed).
+ */
+int ptd_fast_set_end(struct ptd_fast *f, const struct pt_config *cfg);
 /* The address space whose code is decoded (as pt_blk_set_image), -1: none. */
 void ptd_fast_set_as(struct ptd_fast *f, int as);
 int ptd_fast_sync_forward(struct ptd_fast *f);
