@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "array.h"
 #include "ptd.h"
@@ -54,46 +55,81 @@ static int psb_time(struct pt_packet_decoder *pkt, uint64_t off, uint64_t *tsc)
 	return 0;
 }
 
-/* The PSBs starting in [from, to), at most `max`; see ptd_psb_index(). */
-static int scan(const uint8_t *buf, size_t size, const struct pt_config *cfg,
+/* Bytes after a PSB that hold its PSB+ (at most PSB_PLUS_PACKETS packets). */
+#define PSB_PLUS_BYTES 1024
+
+/*
+ * The PSBs starting in [from, to), at most `max`; see ptd_psb_index(). From a file
+ * (src->fd), the bytes are read a window at a time, the first one `first` bytes long
+ * (then doubling): a probe then costs a small read, not the first touch of a mapped
+ * page. From memory, one window holds the rest of the stream.
+ */
+static int scan(const struct ptd_psb_src *src, const struct pt_config *cfg,
 		const struct ptd_clock *clock, uint64_t from, uint64_t to, size_t max,
-		struct ptd_psb **out, size_t *nr)
+		size_t first, struct ptd_psb **out, size_t *nr)
 {
-	struct pt_packet_decoder *pkt;
 	struct ptd_psb *v = NULL;
-	size_t n = 0, cap = 0, off = from;
-	const uint8_t *hit;
+	size_t n = 0, cap = 0, size = src->size, want = first;
+	uint8_t *win = NULL;
+	uint64_t off = from;
 	int err = 0;
 
 	*out = NULL;
 	*nr = 0;
 	if (to > size)
 		to = size;
-	pkt = ptd_pkt_open(buf, size, cfg);
-	if (!pkt)
-		return -EINVAL;
-	/* a PSB that starts before `to` may end after it */
-	while (n < max && off < to &&
-	       (hit = memmem(buf + off, size - off, psb_pattern, sizeof(psb_pattern)))) {
-		uint64_t tsc;
+	while (!err && n < max && off < to) {
+		uint64_t w = off, lim;
+		size_t len = size - w;
+		const uint8_t *bytes = src->buf + w, *hit;
+		struct pt_packet_decoder *pkt;
 
-		off = (size_t)(hit - buf);
-		if (off >= to)
-			break;
-		if (psb_time(pkt, off, &tsc) < 0) {
-			off++;
-			continue;
+		if (src->fd >= 0) {
+			if (len > want + PSB_PLUS_BYTES)
+				len = want + PSB_PLUS_BYTES;
+			free(win);
+			win = malloc(len);
+			if (!win || pread(src->fd, win, len, (off_t)(src->file_off + w)) != (ssize_t)len) {
+				err = win ? -EIO : -ENOMEM;
+				break;
+			}
+			bytes = win;
+			want *= 2;
 		}
-		err = array_grow_sz((void **)&v, &cap, n + 1, sizeof(*v));
-		if (err)
-			goto out;
-		v[n].offset = off;
-		v[n].time = tsc ? ptd_clock_ns(clock, tsc) : 0;
-		n++;
-		off += sizeof(psb_pattern);
+		/* a PSB found before lim has its PSB+ in the window */
+		lim = w + len == size ? size : w + len - PSB_PLUS_BYTES;
+		if (lim > to)
+			lim = to;
+		pkt = ptd_pkt_open(bytes, len, cfg);
+		if (!pkt) {
+			err = -EINVAL;
+			break;
+		}
+		while (n < max && off < lim &&
+		       (hit = memmem(bytes + (off - w), len - (off - w), psb_pattern,
+				     sizeof(psb_pattern)))) {
+			uint64_t tsc;
+
+			off = w + (uint64_t)(hit - bytes);
+			if (off >= lim)
+				break;
+			if (psb_time(pkt, off - w, &tsc) < 0) {
+				off++;
+				continue;
+			}
+			err = array_grow_sz((void **)&v, &cap, n + 1, sizeof(*v));
+			if (err)
+				break;
+			v[n].offset = off;
+			v[n].time = tsc ? ptd_clock_ns(clock, tsc) : 0;
+			n++;
+			off += sizeof(psb_pattern);
+		}
+		pt_pkt_free_decoder(pkt);
+		if (off < lim && n < max)
+			off = lim;
 	}
-out:
-	pt_pkt_free_decoder(pkt);
+	free(win);
 	if (err) {
 		free(v);
 		return err;
@@ -103,19 +139,19 @@ out:
 	return 0;
 }
 
-int ptd_psb_index(const uint8_t *buf, size_t size, const struct pt_config *cfg,
-		  const struct ptd_clock *clock, uint64_t from, uint64_t to, struct ptd_psb **out,
-		  size_t *nr)
+int ptd_psb_src_index(const struct ptd_psb_src *src, const struct pt_config *cfg,
+		      const struct ptd_clock *clock, uint64_t from, uint64_t to,
+		      struct ptd_psb **out, size_t *nr)
 {
-	return scan(buf, size, cfg, clock, from, to, SIZE_MAX, out, nr);
+	return scan(src, cfg, clock, from, to, SIZE_MAX, to > from ? to - from : 1, out, nr);
 }
 
-int ptd_psb_next(const uint8_t *buf, size_t size, const struct pt_config *cfg,
-		 const struct ptd_clock *clock, uint64_t from, struct ptd_psb *psb)
+int ptd_psb_src_next(const struct ptd_psb_src *src, const struct pt_config *cfg,
+		     const struct ptd_clock *clock, uint64_t from, struct ptd_psb *psb)
 {
 	struct ptd_psb *v;
 	size_t n;
-	int err = scan(buf, size, cfg, clock, from, size, 1, &v, &n);
+	int err = scan(src, cfg, clock, from, src->size, 1, 4096, &v, &n);
 
 	if (err)
 		return err;
@@ -123,4 +159,21 @@ int ptd_psb_next(const uint8_t *buf, size_t size, const struct pt_config *cfg,
 		*psb = v[0];
 	free(v);
 	return n ? 0 : -ENOENT;
+}
+
+int ptd_psb_index(const uint8_t *buf, size_t size, const struct pt_config *cfg,
+		  const struct ptd_clock *clock, uint64_t from, uint64_t to, struct ptd_psb **out,
+		  size_t *nr)
+{
+	struct ptd_psb_src src = { .buf = buf, .size = size, .fd = -1 };
+
+	return ptd_psb_src_index(&src, cfg, clock, from, to, out, nr);
+}
+
+int ptd_psb_next(const uint8_t *buf, size_t size, const struct pt_config *cfg,
+		 const struct ptd_clock *clock, uint64_t from, struct ptd_psb *psb)
+{
+	struct ptd_psb_src src = { .buf = buf, .size = size, .fd = -1 };
+
+	return ptd_psb_src_next(&src, cfg, clock, from, psb);
 }

@@ -238,6 +238,19 @@ struct pt_packet_decoder *ptd_pkt_open(const uint8_t *buf, size_t size,
 /* The first PSB at or after `from`: 0, -ENOENT if there is none, or -errno. */
 int ptd_psb_next(const uint8_t *buf, size_t size, const struct pt_config *cfg,
 		 const struct ptd_clock *clock, uint64_t from, struct ptd_psb *psb);
+/* A stream's bytes for the two above: in memory, and in a file (fd >= 0) at file_off. */
+struct ptd_psb_src {
+	const uint8_t *buf;
+	size_t size;
+	int fd;
+	uint64_t file_off;
+};
+/* The same, read from the file when there is one (see scan() in psb.c). */
+int ptd_psb_src_index(const struct ptd_psb_src *src, const struct pt_config *cfg,
+		      const struct ptd_clock *clock, uint64_t from, uint64_t to,
+		      struct ptd_psb **out, size_t *nr);
+int ptd_psb_src_next(const struct ptd_psb_src *src, const struct pt_config *cfg,
+		     const struct ptd_clock *clock, uint64_t from, struct ptd_psb *psb);
 
 struct ptd_stream_opts {
 	const uint8_t *buf;		/* PT bytes */

@@ -39,6 +39,9 @@ struct queue {
 	uint8_t *data;			/* joined bytes, once there are two buffers (malloc) */
 	size_t size, cap;
 	uint64_t first_offset;		/* ordering key */
+	int fd;				/* a file holding `bytes` at file_off (-1: none): the
+					 * skip's PSB probes read it there (capture__file_range) */
+	uint64_t file_off;
 };
 
 struct session {
@@ -627,8 +630,11 @@ static int add_to_queue(struct session *ss, const struct pd_auxtrace *a, bool pe
 	/* Most queues are one buffer: read it where the capture holds it. */
 	if (!q->size) {
 		q->bytes = a->data;
+		if (capture__file_range(ss->cap, a->data, a->size, &q->fd, &q->file_off))
+			q->fd = -1;
 		goto joined;
 	}
+	q->fd = -1;
 	if (q->size + a->size > q->cap) {
 		bool borrowed = !q->data;	/* bytes is still the first buffer itself */
 
@@ -752,6 +758,8 @@ static int plan_ranges(struct session *ss, const struct queue *q, const struct s
 	bool by_thread = ss->selecting && q->cpu != UINT32_MAX && sl && sl->nr;
 	struct plan p = { .ss = ss, .sl = by_thread ? sl : NULL, .win_start = win_start,
 			  .win_end = win_end };
+	struct ptd_psb_src src = { .buf = q->bytes, .size = q->size, .fd = q->fd,
+				   .file_off = q->file_off };
 	struct ptd_psb *coarse = NULL, *fine = NULL;
 	size_t nc = 0, cap = 0, nf, i, j;
 	uint64_t off = 0;
@@ -770,7 +778,7 @@ static int plan_ranges(struct session *ss, const struct queue *q, const struct s
 	for (;;) {
 		struct ptd_psb psb;
 
-		err = ptd_psb_next(q->bytes, q->size, &ss->config, &ss->clock, off, &psb);
+		err = ptd_psb_src_next(&src, &ss->config, &ss->clock, off, &psb);
 		if (err == -ENOENT) {
 			err = 0;
 			break;
@@ -792,8 +800,8 @@ static int plan_ranges(struct session *ss, const struct queue *q, const struct s
 
 		if (!hot(&p, coarse[j].time, b))
 			continue;
-		err = ptd_psb_index(q->bytes, q->size, &ss->config, &ss->clock, coarse[j].offset,
-				    end, &fine, &nf);
+		err = ptd_psb_src_index(&src, &ss->config, &ss->clock, coarse[j].offset, end,
+					&fine, &nf);
 		for (i = 0; !err && i < nf; i++) {
 			if (hot(&p, fine[i].time, i + 1 < nf ? fine[i + 1].time : b))
 				err = add_range(&p, fine[i].offset,
@@ -815,6 +823,34 @@ out:
 	free(p.r);
 	free(coarse);
 	return err;
+}
+
+/*
+ * The pages of a queue's bytes that the decode reads, mapped in one call each range
+ * (perfdata maps a capture unpopulated): a page faulted in one at a time costs much
+ * more, on a VM several microseconds. Older kernels (before 5.14) fault them in.
+ */
+static void populate(const struct queue *q, const struct ptd_range *r, size_t nr)
+{
+#ifdef MADV_POPULATE_READ
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a, b;
+	size_t i;
+
+	if (q->fd < 0)
+		return;		/* in memory already */
+	for (i = 0; i < (r ? nr : 1); i++) {
+		a = (uintptr_t)q->bytes + (r ? r[i].begin : 0);
+		b = (uintptr_t)q->bytes + (r ? r[i].end : q->size);
+		a &= ~(page - 1);
+		b = (b + page - 1) & ~(page - 1);
+		if (b > a)
+			madvise((void *)a, b - a, MADV_POPULATE_READ);
+	}
+#else
+	(void)q;
+	(void)r;
+	(void)nr;
+#endif
 }
 
 static void session_free(struct session *ss)
@@ -950,6 +986,7 @@ int ptdecode_capture(const struct capture *cap, const struct decode_opts *opts,
 		err = plan_ranges(&ss, q, sl, win_start, win_end, &ss.ranges[i], &ss.nr_ranges[i]);
 		if (err)
 			goto cleanup;
+		populate(q, ss.ranges[i], ss.nr_ranges[i]);
 	}
 	for (i = 0; i < ss.nr_queues; i++) {
 		const struct queue *q = &ss.queues[i];

@@ -253,6 +253,14 @@ int capture__add_build_id(struct capture *cap, const struct pd_build_id *bid);
 int capture__add_pmu(struct capture *cap, uint32_t type, const char *name);
 /* Allocation owned by the capture (freed by capture__free), zeroed; NULL on ENOMEM. */
 void *capture__alloc(struct capture *cap, size_t size);
+/*
+ * Where `size` bytes at `bytes` (an AUX payload, mapped from the file read) are in that
+ * file: an fd open as long as the capture, and the offset; -ENOENT if they are not a
+ * mapped file's (built in memory, copied). pread() of a few bytes there costs less than
+ * the first touch of a mapped page (~15 us each on a VM's shadow page tables).
+ */
+int capture__file_range(const struct capture *cap, const void *bytes, size_t size, int *fd,
+			uint64_t *off);
 
 /* The attr whose ids include `id`, NULL if none. */
 const struct pd_attr *capture__attr_by_id(const struct capture *cap, uint64_t id);

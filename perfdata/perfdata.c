@@ -4,6 +4,8 @@
  * perf.data reader (perfdata_read.c) and writer (perfdata_write.c).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -35,6 +37,8 @@ struct pd_mapping {
 	struct pd_mapping *next;
 	void *addr;
 	size_t len;
+	int fd;				/* the file (pd_priv.fd), -1: not known */
+	uint64_t start;			/* its offset mapped at addr */
 };
 
 struct pd_priv {
@@ -46,6 +50,8 @@ struct pd_priv {
 	size_t build_ids_cap;		/* allocated entries of cap->build_ids */
 	uint32_t attrs_cap;		/* allocated entries of cap->attrs */
 	uint32_t pmus_cap;		/* allocated entries of cap->pmus */
+	int fd, src_fd;			/* the mapped file: a dup of the reader's src_fd (-1:
+					 * none yet), open until capture__free */
 };
 
 struct capture *capture__new(void)
@@ -60,6 +66,7 @@ struct capture *capture__new(void)
 		free(cap);
 		return NULL;
 	}
+	((struct pd_priv *)cap->priv)->fd = -1;
 	return cap;
 }
 
@@ -90,6 +97,8 @@ void capture__free(struct capture *cap)
 			munmap(m->addr, m->len);
 			free(m);
 		}
+		if (priv->fd >= 0)
+			close(priv->fd);
 		free(priv);
 	}
 	free(cap->attrs);
@@ -151,16 +160,44 @@ void *pd_map_file(struct capture *cap, int fd, uint64_t off, size_t size)
 	if (!m)
 		return NULL;
 	m->len = size + (off - start);
-	/* Read-only: populating a writable private map would copy every page. */
-	addr = mmap(NULL, m->len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, (off_t)start);
+	/*
+	 * Read-only, and not populated: a decode of some threads reads a few percent of
+	 * it, and populates what it reads (decoder/session.c, populate()).
+	 */
+	addr = mmap(NULL, m->len, PROT_READ, MAP_PRIVATE, fd, (off_t)start);
 	if (addr == MAP_FAILED) {
 		free(m);
 		return NULL;
 	}
 	m->addr = addr;
+	m->start = start;
+	/* for capture__file_range(): reading a few bytes costs less than touching a page */
+	if (priv->fd < 0 && (priv->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) >= 0)
+		priv->src_fd = fd;
+	m->fd = priv->fd >= 0 && priv->src_fd == fd ? priv->fd : -1;
 	m->next = priv->maps;
 	priv->maps = m;
 	return (char *)addr + (off - start);
+}
+
+int capture__file_range(const struct capture *cap, const void *bytes, size_t size, int *fd,
+			uint64_t *off)
+{
+	const struct pd_priv *priv = cap ? cap->priv : NULL;
+	const struct pd_mapping *m;
+	const char *p = bytes;
+
+	for (m = priv ? priv->maps : NULL; m; m = m->next) {
+		const char *a = m->addr;
+
+		if (m->fd >= 0 && p >= a && p - a <= (ptrdiff_t)m->len &&
+		    size <= m->len - (size_t)(p - a)) {
+			*fd = m->fd;
+			*off = m->start + (uint64_t)(p - a);
+			return 0;
+		}
+	}
+	return -ENOENT;
 }
 
 char *capture__strdup(struct capture *cap, const char *s)
