@@ -794,11 +794,12 @@ static void bench_skip(size_t want)
 		 * nothing (process start, dynamic linking, reading the capture and the images:
 		 * ~0.08 s here, as much as the target's whole decode).
 		 */
-		printf("  skip ratio: %.1f%% of the CPU of decoding everything, %.1f%% of the "
-		       "decode's own CPU (less the never-ran run's), goal <= 10%%: %s; the "
+		/* the goal is the gross ratio: what a user waits for, start included */
+		printf("  skip ratio: %.1f%% of the CPU of decoding everything (goal <= 10%%: %s); "
+		       "%.1f%% of the decode's own CPU (less the never-ran run's); the "
 		       "target's calls and returns: %s\n", 100.0 * rs.cpu / ra.cpu,
+		       rs.cpu <= 0.1 * ra.cpu ? "met" : "not met",
 		       net_all > 0 ? 100.0 * net_sel / net_all : 0.0,
-		       net_all > 0 && net_sel <= 0.1 * net_all ? "met" : "not met",
 		       same ? "DIFFER" : "identical");
 	}
 	goto out;
