@@ -16,6 +16,19 @@ export BUILD=${BUILD:-$top/build} PYTHON=${PYTHON:-python3}
 [ -x "$BUILD/ptbpf" ] && [ -x "$BUILD/kernels/kcore_check" ] ||
 	{ echo "run.sh: build first (make -j2)" >&2; exit 2; }
 [ $# -gt 0 ] || set -- bullseye bookworm trixie host
+# A guest sees the host's / over 9p but mounts its own /tmp, /run, /dev, /proc and /sys
+# (boot.sh): a tree or build there is not the guest's to run.
+if [ "$*" != host ]; then
+	for p in "$top" "$BUILD"; do
+		case $(realpath -m "$p")/ in
+		/tmp/* | /run/* | /dev/* | /proc/* | /sys/*)
+			echo "run.sh: $p is on a path the QEMU guests mount their own (/tmp, /run," \
+				"/dev, /proc, /sys): clone or build elsewhere, or run KERNELS=host" >&2
+			exit 2
+			;;
+		esac
+	done
+fi
 OUT=$(mktemp -d "${TMPDIR:-/tmp}/ptbpf-kernels.XXXXXX")
 trap 'rm -rf "$OUT"' EXIT
 worst=0 summary=()
