@@ -54,7 +54,12 @@ done
 wait_200() {      # wait until GET / answers 200; fail if a daemon dies or the deadline passes
   local deadline=$(( $(date +%s) + WAIT )) n
   until [ "$(http_code)" = 200 ]; do
-    for n in $DAEMONS; do alive "$n" || fail_start "$n died during start-up" "$n"; done
+    # A daemon returns once it has forked; its child writes the pid file a moment later
+    # (later still on a loaded machine): no pid file yet is a daemon still starting.
+    for n in $DAEMONS; do
+      [ -s "$BASE/run/$n.pid" ] || continue
+      alive "$n" || fail_start "$n died during start-up" "$n"
+    done
     [ "$(date +%s)" -lt "$deadline" ] || fail_start "RGW did not answer 200 on $ENDPOINT within ${WAIT}s" client.rgw.a
     sleep 0.2
   done
