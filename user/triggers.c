@@ -1142,6 +1142,18 @@ static int attach_tracepoint(struct triggers *t, int i)
 	return err;
 }
 
+/*
+ * A classic tracepoint program (SEC("tp/...")) is attached by the id libbpf reads under
+ * tracefs: mount it first where nothing has (a host whose init does not, as systemd's
+ * sys-kernel-tracing.mount does), or the attach fails with a bare ENOENT.
+ */
+static int tracefs_for(struct triggers *t, const struct bpf_program *prog)
+{
+	if (bpf_program__type(prog) != BPF_PROG_TYPE_TRACEPOINT)
+		return 0;
+	return find_tracefs(t);
+}
+
 /* A program several triggers share (sys_enter serves every syscall trigger): once. */
 static int attach_shared(struct triggers *t, struct bpf_program *prog)
 {
@@ -1149,6 +1161,9 @@ static int attach_shared(struct triggers *t, struct bpf_program *prog)
 
 	if (!bpf_program__autoload(prog))
 		return 0;
+	err = tracefs_for(t, prog);
+	if (err)
+		return err;
 	err = add_link(t, bpf_program__attach(prog));
 	if (err)
 		elog("cannot attach %s: %s\n", bpf_program__section_name(prog),
@@ -1412,6 +1427,9 @@ static int plane_tp_group(struct triggers *t, const struct trig *tr)
 		err = -ENOMEM;
 		goto fail;
 	}
+	err = find_tracefs(t);
+	if (err)
+		goto fail;
 	opts.bpf_cookie = free_k;
 	g->link = bpf_program__attach_tracepoint_opts(t->skel->progs.plane_tracepoint_hit, g->cat,
 						      g->name, &opts);
@@ -1462,6 +1480,11 @@ static int plane_attach_shared(struct triggers *t, enum trigger_kind kind)
 		links = t->sys_links;
 	}
 	for (k = 0; k < n; k++) {
+		err = tracefs_for(t, progs[k]);
+		if (err) {
+			detach_plane_shared(links, n);
+			return err;
+		}
 		links[k] = bpf_program__attach(progs[k]);
 		if (!links[k]) {
 			err = -errno ?: -EINVAL;
