@@ -1121,6 +1121,15 @@ static struct ptd_fast *open_fast(const struct ptd_stream_opts *o, uint64_t end)
 	return o->fast ? ptd_fast_new(&cfg, o->images) : NULL;
 }
 
+/* Adds a fast decoder's tracelet figures to `st`. */
+static void fast_tl_stats_add(struct decode_stats *st, const struct ptd_fast_stats *fs)
+{
+	st->fast_tl_lookups += fs->tl_lookups;
+	st->fast_tl_hits += fs->tl_hits;
+	st->fast_tl_blocks += fs->tl_blocks;
+	st->fast_tl_evictions += fs->tl_evictions;
+}
+
 /* Adds the fast decoder's figures to the stream's before it goes. */
 static void ptd_fast_stats_add(struct ptd_stream *s)
 {
@@ -1133,6 +1142,7 @@ static void ptd_fast_stats_add(struct ptd_stream *s)
 	s->st.fast_hits += fs.hits;
 	s->st.fast_stored += fs.stored;
 	s->st.fast_flushes += fs.flushes;
+	fast_tl_stats_add(&s->st, &fs);
 }
 
 /*
@@ -1657,6 +1667,10 @@ void ptd_stream_stats(const struct ptd_stream *s, struct decode_stats *st)
 	st->fast_fallbacks += s->fast_fallbacks + s->st.fast_fallbacks;
 	st->fast_replayed += s->replayed + s->st.fast_replayed;
 	st->fast_stretched += s->st.fast_stretched;
+	st->fast_tl_lookups += s->st.fast_tl_lookups;
+	st->fast_tl_hits += s->st.fast_tl_hits;
+	st->fast_tl_blocks += s->st.fast_tl_blocks;
+	st->fast_tl_evictions += s->st.fast_tl_evictions;
 	st->split_pieces += s->st.split_pieces;
 	st->split_redecoded += s->st.split_redecoded;
 	if (s->fast) {
@@ -1667,6 +1681,7 @@ void ptd_stream_stats(const struct ptd_stream *s, struct decode_stats *st)
 		st->fast_hits += fs.hits;
 		st->fast_stored += fs.stored;
 		st->fast_flushes += fs.flushes;
+		fast_tl_stats_add(st, &fs);
 	}
 }
 

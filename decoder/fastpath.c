@@ -151,6 +151,10 @@ struct ptd_fast {
 	uint8_t *lens;		/* instruction lengths of the runs */
 	uint32_t nr_lens;
 
+	struct tracelet *tl;	/* TL_SETS * TL_WAYS; NULL: none */
+	uint32_t tl_clock;	/* tracelet uses so far (their LRU stamps) */
+	bool tl_on;		/* tracelets used (PTBPF_TRACELETS, an engine with bulk bits) */
+
 	struct ptd_fast_stats st;
 	/* PTBPF_FAST_REFUSE=N: refuse every Nth block (the tests' way to exercise the
 	 * hand-over to the block decoder on any trace); 0: never */
@@ -176,6 +180,8 @@ static uint32_t hash_ip(uint64_t ip, int as, uint32_t slots)
 	return (uint32_t)(h >> 40) & (slots - 1);
 }
 
+static void tl_flush(struct ptd_fast *f);
+
 static void cache_flush(struct ptd_fast *f)
 {
 	memset(f->hash, 0, RUN_HASH_SLOTS * sizeof(*f->hash));
@@ -183,6 +189,7 @@ static void cache_flush(struct ptd_fast *f)
 	f->nr_lens = 0;
 	f->from_slot = -1;
 	f->st.flushes++;
+	tl_flush(f);
 }
 
 /* The section holding `ip` in the current address space (the kernel's too). */
@@ -964,16 +971,133 @@ int ptd_fast_next(struct ptd_fast *f, struct pt_block *b)
 	return trailing_event(f, true);
 }
 
+/* ---------------------------------------------------------------- tracelets */
+
+/*
+ * A tracelet: what a stretch's walk does from an ip with the TNT bits pending there
+ * (pktq_cond_bits(): the rest of the TNT packet, or the next one), in a function range:
+ * the blocks and instructions up to the last conditional branch whose bit it takes
+ * (the final block), and that block's run. A hit takes the bits at once
+ * (pktq_cond_take()) and adds the sums; the final block is then walked as any other,
+ * with the last bit's status, so an event or error there ends the stretch exactly
+ * where the walk block by block would. The walk from (ip, address space, bits, range)
+ * is always the same, so is the tracelet; it holds run indices, so a flush of the run
+ * cache empties the tracelets too. Bounded: TL_SETS sets of TL_WAYS, the least recently
+ * used one of a set evicted. PTBPF_TRACELETS=0: none (the walk block by block).
+ */
+#define TL_SETS (1u << 12)
+#define TL_WAYS 4
+
+struct tracelet {
+	uint64_t ip;		/* where it starts */
+	uint64_t bits;		/* the bits pending there, the oldest in bit 0 */
+	uint64_t lo, hi;	/* the stretch's function range */
+	int32_t as;
+	int32_t final;		/* the run of its final block (a conditional branch) */
+	int32_t pre;		/* the run of the block before that one, -1: none */
+	uint32_t blocks;	/* blocks before the final one */
+	uint64_t insns;		/* and their instructions */
+	uint32_t stamp;		/* last use (LRU within the set) */
+	uint8_t nbits;		/* the bits' count; 0: an empty slot */
+	uint8_t take;		/* bits it takes: the last is the final block's */
+};
+
+/* A tracelet being recorded by the walk block by block (after a miss). */
+struct tl_rec {
+	bool on;
+	uint64_t ip, bits;
+	unsigned nbits, took;	/* its key's bits, and the ones taken so far */
+	uint64_t n0, insns0;	/* the stretch's blocks and instructions when it began */
+	uint64_t flushes;	/* the run cache's flushes then: a flush drops it */
+	struct tracelet t;	/* up to the last conditional branch counted */
+};
+
+static inline struct tracelet *tl_set(struct ptd_fast *f, uint64_t ip, uint64_t bits,
+				      unsigned nbits)
+{
+	uint64_t h = (ip ^ (bits << 17) ^ ((uint64_t)nbits << 9)) * 0x9e3779b97f4a7c15ull;
+
+	return &f->tl[((uint32_t)(h >> 40) & (TL_SETS - 1)) * TL_WAYS];
+}
+
+static struct tracelet *tl_find(struct ptd_fast *f, uint64_t ip, uint64_t bits, unsigned nbits,
+				uint64_t lo, uint64_t hi)
+{
+	struct tracelet *t = tl_set(f, ip, bits, nbits);
+	unsigned w;
+
+	for (w = 0; w < TL_WAYS; w++, t++)
+		if (t->ip == ip && t->bits == bits && t->nbits == nbits && t->as == f->as &&
+		    t->lo == lo && t->hi == hi) {
+			t->stamp = ++f->tl_clock;
+			return t;
+		}
+	return NULL;
+}
+
+/* The recorded tracelet into its set, in the place of the least recently used one. */
+static void tl_put(struct ptd_fast *f, const struct tl_rec *rec)
+{
+	struct tracelet *t = tl_set(f, rec->ip, rec->bits, rec->nbits), *old = t;
+	unsigned w;
+
+	if (!rec->took || rec->flushes != f->st.flushes)
+		return;
+	for (w = 0; w < TL_WAYS; w++, t++) {
+		if (!t->nbits) {
+			old = t;
+			break;
+		}
+		if (t->stamp < old->stamp)
+			old = t;
+	}
+	if (old->nbits)
+		f->st.tl_evictions++;
+	*old = rec->t;
+	old->ip = rec->ip;
+	old->bits = rec->bits;
+	old->as = f->as;
+	old->nbits = (uint8_t)rec->nbits;
+	old->take = (uint8_t)rec->took;
+	old->stamp = ++f->tl_clock;
+}
+
+static void tl_flush(struct ptd_fast *f)
+{
+	if (f->tl)
+		memset(f->tl, 0, TL_SETS * TL_WAYS * sizeof(*f->tl));
+}
+
+/*
+ * The walk counted conditional branch `r` (after `before`, NULL: none) into the tracelet
+ * being recorded, the stretch now at n blocks (r not yet counted) and insns.
+ */
+static void tl_rec_cond(struct ptd_fast *f, struct tl_rec *rec, const struct run *r,
+			const struct run *before, uint64_t n, uint64_t insns)
+{
+	rec->took++;
+	rec->t.final = (int32_t)(r - f->runs);
+	rec->t.pre = n > rec->n0 ? (int32_t)(before - f->runs) : -1;
+	rec->t.blocks = (uint32_t)(n - rec->n0);
+	rec->t.insns = insns - rec->insns0;
+	if (rec->took == rec->nbits) {
+		tl_put(f, rec);
+		rec->on = false;
+	}
+}
+
 int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_stretch_lim *lim,
 		     struct ptd_stretch *st)
 {
 	uint64_t lo = lim->lo, hi = lim->hi, left = lim->max_blocks, ip = 0;
 	uint64_t n = 0, insns = 0, linked = 0;
 	struct run *r = NULL, *last = NULL;
-	bool next = false;
+	struct tl_rec rec;	/* (only .on until a tracelet is recorded) */
+	bool next = false, keep = false;
 	int32_t idx;
 	int status = 0, taken;
 
+	rec.on = false;
 	st->ip = f->ip;
 	st->insns = 0;
 	st->blocks = 0;
@@ -990,6 +1114,48 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 			break;
 		}
 		ip = f->ip;
+		/* a tracelet from here, once the range is known (after the first jump) */
+		if (f->tl_on && !rec.on && (!lim->range || last)) {
+			const struct tracelet *t;
+			uint64_t bits;
+			unsigned nbits;
+
+			if (pktq_cond_bits(f->qry, &bits, &nbits) < 0) {
+				f->tl_on = false;	/* libipt's engine: no bulk bits */
+			} else if (nbits) {
+				f->st.tl_lookups++;
+				t = tl_find(f, ip, bits, nbits, lo, hi);
+				if (t && n + t->blocks < left) {
+					/* its blocks before the final one go as a sum */
+					f->st.tl_hits++;
+					f->st.tl_blocks += t->blocks + 1;
+					/* counted as the runs found they stand for */
+					linked += t->blocks + 1;
+					n += t->blocks;
+					insns += t->insns;
+					if (t->pre >= 0)
+						last = &f->runs[t->pre];
+					r = &f->runs[t->final];
+					ip = f->ip = r->ip;
+					f->from_slot = -1;
+					taken = (int)((t->bits >> (t->take - 1)) & 1);
+					status = pktq_cond_take(f->qry, t->take);
+					goto final_block;
+				}
+				if (!t) {
+					rec.on = true;
+					rec.ip = ip;
+					rec.bits = bits;
+					rec.nbits = nbits;
+					rec.took = 0;
+					rec.n0 = n;
+					rec.insns0 = insns;
+					rec.flushes = f->st.flushes;
+					rec.t.lo = lo;
+					rec.t.hi = hi;
+				}
+			}
+		}
 		/* run_here(), its usual case in line: the link of the branch before */
 		idx = f->from_slot >= 0 ? f->runs[f->from_slot >> 1].link[f->from_slot & 1] : -1;
 		if (idx >= 0 && f->runs[idx].ip == ip && f->runs[idx].as == f->as) {
@@ -1000,11 +1166,13 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 			r = run_lookup(f);
 			if (!r) {
 				status = no_run(f);
+				keep = true;
 				break;
 			}
 		}
 		if (r->kind == RUN_COND) {
 			status = next_bit(f, &taken);
+final_block:
 			status = take_cond(f, r, status, taken);
 			if (status < 0 || (f->status & (pts_event_pending | pts_eos)))
 				break;
@@ -1013,15 +1181,23 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 			follow(f, r, 0);
 		} else {
 			status = 1;	/* not a jump: the block is handed back */
+			keep = true;
 			break;
 		}
 		if (lim->range && !last && lim->range(lim->ctx, r->end_ip, &lo, &hi) < 0)
 			break;
-		if (f->ip < lo || f->ip >= hi)
+		if (f->ip < lo || f->ip >= hi) {
+			keep = true;
 			break;
+		}
+		if (rec.on && r->kind == RUN_COND)
+			tl_rec_cond(f, &rec, r, last, n, insns);
 		insns += r->ninsn;
 		last = r;
 	}
+	/* a tracelet cut short where its walk always ends (not by max_blocks or an event) */
+	if (rec.on && keep)
+		tl_put(f, &rec);
 	f->st.lookups += linked;
 	f->st.hits += linked;
 	f->st.linked += linked;
@@ -1225,6 +1401,7 @@ static void fast_destroy(struct ptd_fast *f)
 	free(f->runs);
 	free(f->hash);
 	free(f->lens);
+	free(f->tl);
 	free(f);
 }
 
@@ -1252,10 +1429,20 @@ static struct ptd_fast *fast_recycled(struct ptd_images *im, struct ptd_run_stor
 	f->hash = keep.hash;
 	f->lens = keep.lens;
 	f->nr_lens = keep.nr_lens;
+	f->tl = keep.tl;
+	f->tl_clock = keep.tl_clock;
 	f->csf = keep.csf;
 	f->cs = keep.cs;
 	f->cs_open = keep.cs_open;
 	return f;
+}
+
+/* PTBPF_TRACELETS=0: stretches walk block by block (the tests' comparison). */
+static bool tracelets_wanted(void)
+{
+	const char *e = getenv("PTBPF_TRACELETS");
+
+	return !e || strcmp(e, "0");
 }
 
 struct ptd_fast *ptd_fast_new(const struct pt_config *cfg, struct ptd_images *im)
@@ -1270,6 +1457,8 @@ struct ptd_fast *ptd_fast_new(const struct pt_config *cfg, struct ptd_images *im
 		f->runs = aligned_alloc(64, RUN_CACHE_RUNS * sizeof(*f->runs));
 		f->hash = calloc(RUN_HASH_SLOTS, sizeof(*f->hash));
 		f->lens = malloc(LENS_POOL);
+		if (tracelets_wanted())
+			f->tl = calloc(TL_SETS * TL_WAYS, sizeof(*f->tl));
 	}
 	f->cfg = *cfg;
 	f->im = im;
@@ -1282,6 +1471,8 @@ struct ptd_fast *ptd_fast_new(const struct pt_config *cfg, struct ptd_images *im
 		ptd_fast_free(f);
 		return NULL;
 	}
+	/* (none with libipt's engine: it has no bulk bits; a failed allocation: none) */
+	f->tl_on = f->tl && pktq_engine_of(f->qry) != PKTQ_LIBIPT;
 	if (getenv("PTBPF_FAST_REFUSE"))
 		f->refuse_every = strtoull(getenv("PTBPF_FAST_REFUSE"), NULL, 10);
 	return f;

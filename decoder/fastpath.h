@@ -31,6 +31,11 @@ struct ptd_fast_stats {
 	uint64_t linked;	/* ... found by a successor link, without hashing */
 	uint64_t fallbacks;	/* times the block decoder took over */
 	uint64_t flushes;	/* times the bounded cache was emptied */
+	/* tracelets (a stretch's blocks for the TNT bits pending, ptd_fast_stretch()) */
+	uint64_t tl_lookups;	/* looked up */
+	uint64_t tl_hits;	/* ... and found */
+	uint64_t tl_blocks;	/* blocks those hits walked */
+	uint64_t tl_evictions;	/* tracelets evicted from the bounded cache */
 };
 
 /* A fast decoder over `cfg`'s bytes (begin/end set) reading code from `im`; NULL: refused. */

@@ -435,6 +435,14 @@ static void print_stats(const struct decode_stats *st)
 					 : 0.0,
 			st->fast_lookups, st->fast_lookups - st->fast_hits - st->fast_stored,
 			st->fast_stored, st->fast_flushes, st->fast_fallbacks, st->fast_replayed);
+	/* a line of its own: the "fast path" line is the same whatever the query engine */
+	if (st->fast_tl_lookups)
+		fprintf(stderr, "tracelets     hits %.1f %% of %" PRIu64 " lookups, walking %.1f %% "
+			"of blocks; %" PRIu64 " evicted\n",
+			100.0 * (double)st->fast_tl_hits / (double)st->fast_tl_lookups,
+			st->fast_tl_lookups,
+			st->blocks ? 100.0 * (double)st->fast_tl_blocks / (double)st->blocks : 0.0,
+			st->fast_tl_evictions);
 	if (st->split_pieces)
 		fprintf(stderr, "split         %" PRIu64 " pieces, %" PRIu64 " bytes decoded again "
 			"(%.1f %% of the bytes)\n", st->split_pieces, st->split_redecoded,

@@ -610,7 +610,8 @@ static void measure(const char *name, const char *data, const char *sysroot, con
 	if (verified >= 0)
 		printf("  fast path: %.1f %% of blocks (fallback share %.1f %%: %llu times the block "
 		       "decoder took over; %.1f %% of blocks in stretches), run cache hit rate "
-		       "%.1f %% of %llu lookups, %llu flushes; --verify-fast: %s\n",
+		       "%.1f %% of %llu lookups, %llu flushes; tracelet hit rate %.1f %% of %llu "
+		       "lookups (%.1f %% of blocks, %llu evicted); --verify-fast: %s\n",
 		       fst.blocks ? 100.0 * (double)fst.fast_blocks / (double)fst.blocks : 0.0,
 		       fst.blocks ? 100.0 - 100.0 * (double)fst.fast_blocks / (double)fst.blocks
 				  : 0.0,
@@ -619,6 +620,12 @@ static void measure(const char *name, const char *data, const char *sysroot, con
 		       fst.fast_lookups ? 100.0 * (double)fst.fast_hits / (double)fst.fast_lookups
 					: 0.0,
 		       (unsigned long long)fst.fast_lookups, (unsigned long long)fst.fast_flushes,
+		       fst.fast_tl_lookups ? 100.0 * (double)fst.fast_tl_hits /
+						     (double)fst.fast_tl_lookups
+					   : 0.0,
+		       (unsigned long long)fst.fast_tl_lookups,
+		       fst.blocks ? 100.0 * (double)fst.fast_tl_blocks / (double)fst.blocks : 0.0,
+		       (unsigned long long)fst.fast_tl_evictions,
 		       verified ? "DIFFERENCES (see stderr)" : "no difference");
 	printf("  query engine of the fast path: %s (PTBPF_FAST_QUERY=libipt: libipt's query "
 	       "decoder); its queries alone (pktq alone) %.3f s cap this design at %.1f MB/s per "
