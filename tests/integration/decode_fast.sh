@@ -49,6 +49,22 @@ check() {
 		cat "$TMP/verify.err"
 		fail "$name: --verify-fast found a difference"
 	}
+	# the stretches by tracelets (PTBPF_TRACELETS=0: block by block): the same output,
+	# the same fast path figures; tracelets found where there are stretches
+	PTBPF_VERIFY_FAST=0 PTBPF_TRACELETS=0 "$PTBPF" decode "$@" -j 1 --format calls \
+		-o "$TMP/notl.calls" --stats 2>"$TMP/notl.err" ||
+		{ cat "$TMP/notl.err"; fail "$name: decode with PTBPF_TRACELETS=0"; }
+	cmp -s "$TMP/notl.calls" "$TMP/fast.calls" || {
+		diff "$TMP/notl.calls" "$TMP/fast.calls" | head -5
+		fail "$name: the output with tracelets differs from the one without"
+	}
+	[ "$(grep '^fast path' "$TMP/notl.err")" = "$(grep '^fast path' "$TMP/fast.err")" ] ||
+		fail "$name: the fast path's figures differ with PTBPF_TRACELETS=0"
+	grep -q '^tracelets' "$TMP/notl.err" && fail "$name: tracelets with PTBPF_TRACELETS=0"
+	if [ "$stretched" -gt 0 ]; then
+		grep -q '^tracelets     hits [1-9]' "$TMP/fast.err" ||
+			{ cat "$TMP/fast.err"; fail "$name: no tracelet found"; }
+	fi
 	for n in 2 7; do
 		PTBPF_VERIFY_FAST=0 PTBPF_FAST_REFUSE=$n "$PTBPF" decode "$@" -j 1 --format calls \
 			-o "$TMP/refuse.calls" --stats 2>"$TMP/refuse.err" ||
@@ -63,6 +79,7 @@ check() {
 		}
 	done
 	echo "$name: $(grep '^fast path' "$TMP/fast.err")"
+	grep '^tracelets' "$TMP/fast.err" || true
 }
 
 H=$PERFPT/hase-2018
