@@ -80,7 +80,8 @@ struct run {
 	uint8_t size;		/* its length */
 	bool push;		/* RUN_CALL: pushes its return address (not a call to the
 				 * next instruction, position-independent code) */
-	uint8_t pad[12];	/* to 64 bytes: in the 64-byte aligned cache, a run is one
+	uint8_t tl_short;	/* tracelets from here too short to pay, in a row (tl_note()) */
+	uint8_t pad[11];	/* to 64 bytes: in the 64-byte aligned cache, a run is one
 				 * cache line, a lookup reads one */
 };
 _Static_assert(sizeof(struct run) == 64, "a run is one cache line");
@@ -987,6 +988,13 @@ int ptd_fast_next(struct ptd_fast *f, struct pt_block *b)
  */
 #define TL_SETS (1u << 12)
 #define TL_WAYS 4
+/*
+ * A tracelet pays from 3 blocks (its lookup costs about what two blocks walked one by
+ * one cost); from a run whose last TL_SHORT_MAX were shorter (or had no bits to look up
+ * with), lookups are left out until its count wraps (248 blocks later): tried again.
+ */
+#define TL_PAYS_BLOCKS 2	/* blocks before the final one */
+#define TL_SHORT_MAX 8
 
 struct tracelet {
 	uint64_t ip;		/* where it starts */
@@ -1005,6 +1013,7 @@ struct tracelet {
 /* A tracelet being recorded by the walk block by block (after a miss). */
 struct tl_rec {
 	bool on;
+	int32_t start;		/* its first block's run */
 	uint64_t ip, bits;
 	unsigned nbits, took;	/* its key's bits, and the ones taken so far */
 	uint64_t n0, insns0;	/* the stretch's blocks and instructions when it began */
@@ -1035,13 +1044,25 @@ static struct tracelet *tl_find(struct ptd_fast *f, uint64_t ip, uint64_t bits, 
 	return NULL;
 }
 
+/* A tracelet from run `r` paid (or did not): whether to look one up there next time. */
+static inline void tl_note(struct run *r, bool paid)
+{
+	if (paid)
+		r->tl_short = 0;
+	else if (r->tl_short < TL_SHORT_MAX)
+		r->tl_short++;
+}
+
 /* The recorded tracelet into its set, in the place of the least recently used one. */
 static void tl_put(struct ptd_fast *f, const struct tl_rec *rec)
 {
 	struct tracelet *t = tl_set(f, rec->ip, rec->bits, rec->nbits), *old = t;
 	unsigned w;
 
-	if (!rec->took || rec->flushes != f->st.flushes)
+	if (rec->flushes != f->st.flushes)
+		return;
+	tl_note(&f->runs[rec->start], rec->took && rec->t.blocks >= TL_PAYS_BLOCKS);
+	if (!rec->took)
 		return;
 	for (w = 0; w < TL_WAYS; w++, t++) {
 		if (!t->nbits) {
@@ -1114,23 +1135,43 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 			break;
 		}
 		ip = f->ip;
+		/* run_here(), its usual case in line: the link of the branch before */
+		idx = f->from_slot >= 0 ? f->runs[f->from_slot >> 1].link[f->from_slot & 1] : -1;
+		if (idx >= 0 && f->runs[idx].ip == ip && f->runs[idx].as == f->as) {
+			r = &f->runs[idx];
+			linked++;
+		} else {
+			f->st.lookups++;
+			r = run_lookup(f);
+			if (!r) {
+				status = no_run(f);
+				keep = true;
+				break;
+			}
+		}
 		/* a tracelet from here, once the range is known (after the first jump) */
-		if (f->tl_on && !rec.on && (!lim->range || last)) {
+		if (f->tl_on && !rec.on && (r->kind == RUN_COND || r->kind == RUN_JUMP) &&
+		    (!lim->range || last)) {
 			const struct tracelet *t;
 			uint64_t bits;
 			unsigned nbits;
 
-			if (pktq_cond_bits(f->qry, &bits, &nbits) < 0) {
+			if (r->tl_short >= TL_SHORT_MAX) {
+				r->tl_short++;	/* not here (until it wraps) */
+			} else if (pktq_cond_bits(f->qry, &bits, &nbits) < 0) {
 				f->tl_on = false;	/* libipt's engine: no bulk bits */
-			} else if (nbits) {
+			} else if (!nbits) {
+				tl_note(r, false);
+			} else {
 				f->st.tl_lookups++;
 				t = tl_find(f, ip, bits, nbits, lo, hi);
 				if (t && n + t->blocks < left) {
 					/* its blocks before the final one go as a sum */
+					tl_note(r, t->blocks >= TL_PAYS_BLOCKS);
 					f->st.tl_hits++;
 					f->st.tl_blocks += t->blocks + 1;
-					/* counted as the runs found they stand for */
-					linked += t->blocks + 1;
+					/* counted as the runs found they stand for (this one is) */
+					linked += t->blocks;
 					n += t->blocks;
 					insns += t->insns;
 					if (t->pre >= 0)
@@ -1144,6 +1185,7 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 				}
 				if (!t) {
 					rec.on = true;
+					rec.start = (int32_t)(r - f->runs);
 					rec.ip = ip;
 					rec.bits = bits;
 					rec.nbits = nbits;
@@ -1154,20 +1196,6 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 					rec.t.lo = lo;
 					rec.t.hi = hi;
 				}
-			}
-		}
-		/* run_here(), its usual case in line: the link of the branch before */
-		idx = f->from_slot >= 0 ? f->runs[f->from_slot >> 1].link[f->from_slot & 1] : -1;
-		if (idx >= 0 && f->runs[idx].ip == ip && f->runs[idx].as == f->as) {
-			r = &f->runs[idx];
-			linked++;
-		} else {
-			f->st.lookups++;
-			r = run_lookup(f);
-			if (!r) {
-				status = no_run(f);
-				keep = true;
-				break;
 			}
 		}
 		if (r->kind == RUN_COND) {
