@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * The decoder on synthetic PT made with libipt's encoder, against a small code image:
- * raw mode (calls, returns, syscalls, errors and resync, overflow, time), capture mode
- * (sideband threads, two CPUs decoded with any -j, the uretprobe trampoline), and bad
- * input. Events are read back in the calls format ("PID/TID TIME KIND FROM TO ...").
+ * raw mode (calls, returns, syscalls, errors and resync, overflow, time, the fast path's
+ * tracelets), capture mode (sideband threads, two CPUs decoded with any -j, the
+ * uretprobe trampoline), and bad input. Events are read back in the calls format
+ * ("PID/TID TIME KIND FROM TO ...").
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,11 +37,20 @@
  * 0x40000c: jmp 0x400000
  * 0x400010: ret
  * 0x400011: jmp 0x400011
+ * LOOP:
+ * 0x400013: nop
+ * 0x400014: je 0x400017
+ * 0x400016: nop
+ * 0x400017: jne 0x400013
+ * 0x400019: syscall
+ * 0x40001b: jmp 0x40001b
  */
 static const uint8_t code[] = {
 	0xe8, 0x0b, 0x00, 0x00, 0x00, 0xe8, 0x06, 0x00, 0x00, 0x00, 0x0f, 0x05, 0xeb, 0xf2,
 	0xcc, 0xcc, 0xc3, 0xeb, 0xfe,
+	0x90, 0x74, 0x01, 0x90, 0x75, 0xfa, 0x0f, 0x05, 0xeb, 0xfe,
 };
+#define LOOP (CODE_BASE + 0x13)
 
 static char code_path[64], out_path[64], pt_path[64];
 
@@ -536,6 +546,101 @@ static void test_raw_elf_hostile(void **state)
 	unlink(elf);
 }
 
+/*
+ * The fast path's tracelets (decoder/fastpath.c): LOOP traced as `loops` TNT packets of
+ * three iterations each (je taken, not taken, taken; jne taken; the oldest bit is the
+ * highest: je, jne, je, jne, je, jne = 1 1 0 1 1 1), then the last iteration (jne not
+ * taken) and the syscall's TIP.PGD.
+ */
+static size_t put_loop(struct enc *en, unsigned loops)
+{
+	unsigned i;
+
+	enc_init(en);
+	put_psb(en, 0, LOOP);
+	for (i = 0; i < loops; i++)
+		put_tnt(en, 6, 0x37);
+	put_tnt(en, 2, 0x2);
+	put_ip(en, ppt_tip_pgd, 0);
+	return enc_done(en);
+}
+
+/* decode_raw() with the environment variable `name` set to `value` (NULL: unset); its
+ * output's text. */
+static char *decode_raw_env(const void *pt, size_t size, const char *name, const char *value,
+			    struct decode_stats *st)
+{
+	char *text = malloc(1 << 16);
+	FILE *f;
+	size_t n;
+
+	if (value)
+		setenv(name, value, 1);
+	else
+		unsetenv(name);
+	memset(st, 0, sizeof(*st));
+	assert_int_equal(decode_raw(pt, size, 0, 0, st), 0);
+	unsetenv(name);
+	f = fopen(out_path, "r");
+	assert_non_null(f);
+	assert_non_null(text);
+	n = fread(text, 1, (1 << 16) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	return text;
+}
+
+static void test_raw_tracelets(void **state)
+{
+	const unsigned loops = 40;
+	struct decode_stats on, off, ver, ipt;
+	char *out_on, *out_off, *out_ver, *out_ipt;
+	struct enc en;
+	size_t n;
+
+	/* the counts below are of one decode (not of a verifying one's two), on pktq */
+	unsetenv("PTBPF_VERIFY_FAST");
+	unsetenv("PTBPF_FAST_QUERY");
+	n = put_loop(&en, loops);
+	out_on = decode_raw_env(en.buf, n, "PTBPF_TRACELETS", NULL, &on);
+	out_off = decode_raw_env(en.buf, n, "PTBPF_TRACELETS", "0", &off);
+	/* libipt's block decoder agrees (both ways, every event compared) */
+	out_ver = decode_raw_env(en.buf, n, "PTBPF_VERIFY_FAST", "1", &ver);
+	/* libipt's query decoder has no bulk bits: no tracelets */
+	out_ipt = decode_raw_env(en.buf, n, "PTBPF_FAST_QUERY", "libipt", &ipt);
+
+	/* the same output and counts every way */
+	assert_string_equal(out_on, out_off);
+	assert_string_equal(out_on, out_ver);
+	assert_string_equal(out_on, out_ipt);
+	assert_true(ver.verified_fast);
+	assert_int_equal(on.insns, off.insns);
+	assert_int_equal(on.insns, ipt.insns);
+	assert_int_equal(on.fast_blocks, off.fast_blocks);
+	assert_int_equal(on.fast_stretched, off.fast_stretched);
+	assert_int_equal(on.errors, 0);
+	/* 3 iterations a packet: 6 blocks, 10 instructions; the last one's, the syscall's */
+	assert_int_equal(on.blocks, 6 * loops + 2 + 1);
+	assert_int_equal(on.insns, 10 * loops + 3 + 1);
+	assert_true(on.fast_stretched > 5 * loops);
+
+	/*
+	 * The first block (the start) takes the first packet's first bit: its other five
+	 * are a tracelet of their own, missed; the second packet misses, every later one
+	 * hits (6 blocks each); the last, shorter packet misses. Without tracelets: none.
+	 */
+	assert_int_equal(on.fast_tl_lookups, loops + 1);
+	assert_int_equal(on.fast_tl_hits, loops - 2);
+	assert_int_equal(on.fast_tl_blocks, 6 * (loops - 2));
+	assert_int_equal(on.fast_tl_evictions, 0);
+	assert_int_equal(off.fast_tl_lookups, 0);
+	assert_int_equal(ipt.fast_tl_lookups, 0);
+	free(out_on);
+	free(out_off);
+	free(out_ver);
+	free(out_ipt);
+}
+
 static void test_raw_budget(void **state)
 {
 	struct decode_stats st;
@@ -999,6 +1104,7 @@ int main(void)
 		cmocka_unit_test(test_raw_elf_base),
 		cmocka_unit_test(test_raw_elf_hostile),
 		cmocka_unit_test(test_raw_budget),
+		cmocka_unit_test(test_raw_tracelets),
 		cmocka_unit_test(test_capture_two_cpus),
 		cmocka_unit_test(test_capture_uretprobe),
 		cmocka_unit_test(test_capture_uprobe_xol),
