@@ -26,7 +26,8 @@
  *   - a stretch (ptd_fast_stretch()): the blocks that end in a conditional or direct
  *     jump staying in the caller's function range, walked here one after the other
  *     (link, TNT bit, compare) and handed to decode.c as one sum, since they make no
- *     output; next_bit() is the one place their bits come from.
+ *     output; their bits come from next_bit(), or a TNT packet's at once where a
+ *     tracelet (the walk those bits made before from the same ip) says where they lead.
  *
  * Anything else (decode errors, a mode other than 64-bit, TSX, paging/VMCS events while
  * tracing, ptwrite, power events, errata work-arounds that apply, an instruction the

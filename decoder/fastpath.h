@@ -63,7 +63,9 @@ int ptd_fast_event(struct ptd_fast *f, struct pt_event *event);
  * them and only counts them. ptd_fast_stretch() walks such blocks (at most max_blocks),
  * sums them up in struct ptd_stretch, and hands back the first block that is not one,
  * as ptd_fast_next() does (the same block, status and errors). Where a run link leads
- * the way (the usual case), a block costs a compare and its TNT bit.
+ * the way (the usual case), a block costs a compare and its TNT bit; where a tracelet
+ * is known (the same TNT bits pending at the same ip before), the blocks of a TNT
+ * packet's bits cost one lookup.
  */
 struct ptd_stretch_lim {
 	uint64_t lo, hi;	/* a jump whose target is in [lo, hi) makes no output */
