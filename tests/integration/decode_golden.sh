@@ -12,15 +12,10 @@
 #   DECODE_GOLDEN_UPDATE=1 TESTS=decode_golden tests/run.sh
 # and the commit says why the output changed.
 . "$(dirname "$0")/decode_common.inc"
-
-here=$(cd "$(dirname "$0")" && pwd)
-FUZZ=$here/../fuzz
-GOLDEN=$here/decode_golden.sha256
+. "$(dirname "$0")/decode_captures.inc"
+GOLDEN=$(cd "$(dirname "$0")" && pwd)/decode_golden.sha256
 [ -f "$GOLDEN" ] || [ -n "${DECODE_GOLDEN_UPDATE:-}" ] || fail "no $GOLDEN"
 command -v sha256sum >/dev/null || skip "sha256sum is not installed (coreutils)"
-
-. "$FUZZ/raw_configs.inc"
-SKL="--cpu 6/85/4 --mtc-freq 3 --nom-freq 37 --cpuid-0x15 2,308"
 
 : >"$TMP/digests"
 # one NAME DECODE-ARGS...: NAME's three outputs, "DIGEST EXIT NAME.FORMAT" each
@@ -42,70 +37,20 @@ one() {
 	done
 }
 
-H=$PERFPT/hase-2018
-[ -d "$H" ] || skip "no $H"
-one hase-skl-control_flow "$H/skl-control_flow/control_flow-20180404T163033.perf" \
-	--sysroot "$H/skl-control_flow/symfs"
-one hase-skl-loopy "$H/skl-loopy/loopy-20180404T162955.perf" --sysroot "$H/skl-loopy/symfs"
-one hase-bdw-snapshot-control_flow "$H/bdw-snapshot-control_flow/perf.data.1" \
-	--sysroot "$H/bdw-snapshot-control_flow/binaries"
-one hase-bdw-snapshot-loopy "$H/bdw-snapshot-loopy/perf.data.1" \
-	--sysroot "$H/bdw-snapshot-loopy/binaries"
-
-DR=$HWPT/dynamorio-drpt2trace
-[ -d "$DR" ] || skip "no $DR"
-for t in test_simple.raw test_simple.tracedir-841a2b04; do
-	# shellcheck disable=SC2086
-	one "dynamorio-$t" --raw-pt "$DR/$t/pt.bin" --elf "$DR/$t/hello" $SKL --tsc-hz 2000000000
-done
-
-kafl=0
-if [ -n "${KAFL:-}" ] && [ -d "$KAFL" ]; then
-	# kafl NAME DIR TRACE MEM [CPU]: as decode_hw_kafl.sh decodes them
-	kafl() {
-		# shellcheck disable=SC2046
-		one "kafl-$1" --raw-pt "$KAFL/$2/$3" $(kafl_images "$KAFL/$2" "$4") ${5:+--cpu $5}
-	}
-	kafl unzip Unzip trace data
-	kafl foo foo trace data
-	kafl mruby mruby trace data
-	kafl qemu qemu trace1 page_cache
-	kafl avscript_32-no-cpu avscript_32 failed_trace_12709_1 page_cache
-	kafl avscript_32 avscript_32 failed_trace_12709_1 page_cache 6/61/4
-	kafl icelake_tip icelake_tip ptlog pagecache 6/126/5
-	kafl dyn_test dyn_test sample_raw_0 page_cache
-	kafl=1
-fi
-
-# the corrupt inputs, with the options their fuzz harness used
-for f in "$FUZZ"/regressions/raw_pt/* "$FUZZ"/corpus/raw_pt/*; do
-	case $f in *.expect) continue ;; esac
-	tail -c +2 "$f" >"$TMP/pt"
-	[ -s "$TMP/pt" ] || continue
-	cfg=$(od -An -tu1 -N1 "$f" | tr -d ' ')
-	# shellcheck disable=SC2086
-	one "raw_pt-$(basename "$(dirname "$(dirname "$f")")")-$(basename "$f")" \
-		--raw-pt "$TMP/pt" --elf "$FUZZ/data/hello" --raw "$FUZZ/data/code.bin:0x10000000" \
-		${RAW_CONFIGS[cfg % ${#RAW_CONFIGS[@]}]}
-done
-for f in "$FUZZ"/regressions/perfdata_decode/* "$FUZZ"/corpus/perfdata/*; do
-	case $f in *.expect) continue ;; esac
-	one "perfdata-$(basename "$(dirname "$(dirname "$f")")")-$(basename "$f")" "$f" \
-		--sysroot "$FUZZ/data/sysroot" --debug-dir "$FUZZ/data/sysroot"
-done
+each_capture one hase dynamorio kafl kafl-no-cpu raw_pt perfdata
 
 if [ -n "${DECODE_GOLDEN_UPDATE:-}" ]; then
 	# keep the kAFL digests recorded elsewhere when this machine has no kAFL data
 	{
 		cat "$TMP/digests"
-		[ "$kafl" = 1 ] || grep ' kafl-' "$GOLDEN" 2>/dev/null
+		[ "$KAFL_DECODED" = 1 ] || grep ' kafl-' "$GOLDEN" 2>/dev/null
 	} | sort -k3 >"$GOLDEN"
 	echo "recorded $(wc -l <"$GOLDEN") digests in $GOLDEN"
 	exit 0
 fi
 
 # every output recorded here is the one recorded in the file, and none is missing
-"$PYTHON" - "$GOLDEN" "$TMP/digests" "$kafl" <<'PY' || fail "the decoder's output changed"
+"$PYTHON" - "$GOLDEN" "$TMP/digests" "$KAFL_DECODED" <<'PY' || fail "the decoder's output changed"
 import sys
 want = {l.split()[2]: l.split()[:2] for l in open(sys.argv[1]) if l.strip()}
 got = {l.split()[2]: l.split()[:2] for l in open(sys.argv[2]) if l.strip()}
