@@ -475,6 +475,35 @@ static double output_cpu(const char *data, const char *sysroot, const char *fxt,
 	return best;
 }
 
+/*
+ * Where the decode's CPU (-j 1, `decode`) goes, each part in s and %: libipt's packet
+ * decoder alone (`pkt`), pktq's own work (pktq alone, `pq`, less the packet decoder), the
+ * output side (`out`), the process's start and exit (ptbpf --version, `start`, and
+ * loading capstone, `cs_load`) and the flow: the rest (the fast path's runs, stretches
+ * and cache, the block decoder where it takes over, events, the merge). Each figure is
+ * the least of its runs on a shared machine: a negative flow means the parts measured
+ * apart exceed the decode's CPU (noise), and is said.
+ */
+static void print_breakdown(double decode, double pkt, double pq, double out, double start,
+			    double cs_load)
+{
+	double pktq_own = pq - pkt, proc = start + cs_load, flow;
+
+	if (pkt <= 0 || pq <= 0 || decode <= 0)
+		return;
+	if (out < 0)
+		out = 0;
+	flow = decode - pq - out - proc;
+	printf("  decode CPU %.3f s (-j1) = libipt packet decoder alone %.3f s (%.0f%%) + pktq's "
+	       "own work %.3f s (%.0f%%: pktq alone less packet alone) + the flow %.3f s "
+	       "(%.0f%%: decode less pktq alone, output side and process start) + output side "
+	       "%.3f s (%.0f%%) + process start and exit %.3f s (%.0f%%: ptbpf --version %.3f s, "
+	       "loading capstone %.3f s)%s\n", decode, pkt, 100.0 * pkt / decode, pktq_own,
+	       100.0 * pktq_own / decode, flow, 100.0 * flow / decode, out, 100.0 * out / decode,
+	       proc, 100.0 * proc / decode, start, cs_load,
+	       flow < 0 ? "; the parts measured apart exceed the decode: noise" : "");
+}
+
 static void measure(const char *name, const char *data, const char *sysroot, const uint8_t *pt,
 		    size_t size, const struct piece *pieces, unsigned nr)
 {
@@ -493,7 +522,7 @@ static void measure(const char *name, const char *data, const char *sysroot, con
 	unsigned pktq_fallbacks = 0;
 	double pq;
 	struct decode_stats fst = {}, sst = {}, ost = {};
-	double mb = size / 1e6, ipt = 0, qry, pkt, own, cs_load, out_cpu;
+	double mb = size / 1e6, ipt = 0, qry, pkt, cs_load, out_cpu;
 	uint64_t insns = 0;
 	int i, verified;
 
@@ -576,17 +605,7 @@ static void measure(const char *name, const char *data, const char *sysroot, con
 	printf("  PT per core: %.1f MB/s (goal >= %.0f: %s); ptbpf runs at %.0f%% of libipt's "
 	       "own speed\n", mb / pe.cpu, GOAL_MBS, mb / pe.cpu >= GOAL_MBS ? "met" : "not met",
 	       100.0 * ipt / pe.cpu);
-	/*
-	 * What ptbpf adds to libipt's block decoder: classifying blocks into events, the
-	 * merge, the call stacks, symbols, FXT and the process's start and exit. Both CPU
-	 * times are the least of their runs; on a busy machine the difference is rough.
-	 */
-	own = pe.cpu > ipt ? (pe.cpu - ipt) / pe.cpu : 0.0;
-	printf("  ptbpf's own work: %.0f%% of decode CPU (%.3f s of %.3f s: ptbpf decode -j1 less "
-	       "libipt's block decoder alone), of which process start and exit %.0f%% (%.3f s: "
-	       "ptbpf --version %.3f s, loading capstone for the fast path %.3f s)\n",
-	       100.0 * own, pe.cpu - ipt > 0 ? pe.cpu - ipt : 0.0, pe.cpu,
-	       100.0 * (start.cpu + cs_load) / pe.cpu, start.cpu + cs_load, start.cpu, cs_load);
+	print_breakdown(pe.cpu, pkt, pq, out_cpu, start.cpu, cs_load);
 	if (pj.wall > 0) {
 		printf("  scaling on one stream: -j 2 %.2fx the speed of -j 1 (wall; goal >= %.1fx: "
 		       "%s)\n", pe.wall / pj.wall, GOAL_SCALING,
