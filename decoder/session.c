@@ -853,6 +853,40 @@ static void populate(const struct queue *q, const struct ptd_range *r, size_t nr
 #endif
 }
 
+/*
+ * Below this much PT to decode, the fast path costs more than it saves: loading capstone
+ * and decoding each run once (cold) outweigh what the cached runs save on so few bytes.
+ * Measured (task-clock, -j 1, block decoder against fast path): every test capture
+ * (0.2 to 38 KiB of PT) 1.2 to 3.5 ms slower with it; the kAFL mruby and qemu traces cut
+ * to 128 KiB 0.6 ms slower, to 256 KiB 1.2 and 4.2 ms faster: break-even at 144 to 173
+ * KiB. PTBPF_FAST_MIN_PT=BYTES sets it (0: the fast path always; the test suite's).
+ */
+#define FAST_MIN_PT (128u << 10)
+
+static uint64_t fast_min_pt(void)
+{
+	const char *e = getenv("PTBPF_FAST_MIN_PT");
+
+	return e && *e ? strtoull(e, NULL, 0) : FAST_MIN_PT;
+}
+
+/* The PT bytes the decode will read: every queue's ranges, or all of it without. */
+static uint64_t bytes_to_decode(const struct session *ss)
+{
+	uint64_t n = 0;
+	size_t i, k;
+
+	for (i = 0; i < ss->nr_queues; i++) {
+		if (!ss->ranges[i]) {
+			n += ss->queues[i].size;
+			continue;
+		}
+		for (k = 0; k < ss->nr_ranges[i]; k++)
+			n += ss->ranges[i][k].end - ss->ranges[i][k].begin;
+	}
+	return n;
+}
+
 static void session_free(struct session *ss)
 {
 	size_t i;
@@ -883,7 +917,7 @@ int ptdecode_capture(const struct capture *cap, const struct decode_opts *opts,
 	struct session ss = { .cap = cap, .opts = opts };
 	const struct pd_trigger *trigger;
 	uint64_t base = UINT64_MAX, win_start, win_end;
-	bool per_cpu;
+	bool per_cpu, fast;
 	double t0 = ptd_seconds();
 	size_t i, nr_streams = 0;
 	int err;
@@ -988,6 +1022,10 @@ int ptdecode_capture(const struct capture *cap, const struct decode_opts *opts,
 			goto cleanup;
 		populate(q, ss.ranges[i], ss.nr_ranges[i]);
 	}
+	/* a small capture: no fast path, nor capstone (the same output either way) */
+	fast = !opts->no_fast && bytes_to_decode(&ss) >= fast_min_pt();
+	if (stats)
+		stats->fast_off_small = !opts->no_fast && !fast;
 	for (i = 0; i < ss.nr_queues; i++) {
 		const struct queue *q = &ss.queues[i];
 		const struct sched_list *sl = per_cpu ? sched_of(&ss, q->cpu) : NULL;
@@ -1009,7 +1047,7 @@ int ptdecode_capture(const struct capture *cap, const struct decode_opts *opts,
 			.selected_ctx = &ss,
 			.index = (uint32_t)i,
 			.timeless = ss.timeless,
-			.fast = !opts->no_fast,
+			.fast = fast,
 		};
 		uint64_t t;
 

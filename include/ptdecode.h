@@ -84,6 +84,8 @@ struct decode_stats {
 	bool trigger_placed;		/* the trigger marker was placed in a thread's flow */
 	bool verified_fast;		/* every stream was first decoded both ways, block
 					 * decoder and fast path, with no difference */
+	bool fast_off_small;		/* no fast path: too little PT to decode for it to pay
+					 * (decoder/session.c, PTBPF_FAST_MIN_PT) */
 	/* For a capture summary: the longest call that returned in the trace. */
 	uint64_t slowest_ns;		/* its duration, 0 if no call returned */
 	uint32_t slowest_pid, slowest_tid;	/* its thread */

@@ -33,8 +33,11 @@ done
 # every decode a test makes is first done both ways, fast path and block decoder, and
 # fails at the first difference (see --verify-fast in README.md); 0 turns that off
 : "${PTBPF_VERIFY_FAST:=1}"
+# the fast path on every capture, however small (a capture under 128 KiB of PT is
+# decoded without it by default: decode_fast_small.sh)
+: "${PTBPF_FAST_MIN_PT:=0}"
 export BUILD PTBPF PYTHON TOP="$top" TESTDATA="$top/tests/data" KAFL \
-	FXTCHECK="$BUILD/tests/fxtcheck" PTBPF_VERIFY_FAST
+	FXTCHECK="$BUILD/tests/fxtcheck" PTBPF_VERIFY_FAST PTBPF_FAST_MIN_PT
 [ -x "$FXTCHECK" ] || { echo "tests/run.sh: $FXTCHECK is missing: run make first" >&2; exit 2; }
 pattern=${TESTS:-}
 limit=${TEST_TIMEOUT:-600}

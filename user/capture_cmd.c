@@ -287,7 +287,11 @@ static void print_summary(const struct capture_run *run, const struct capture *c
 		if (st->slowest_ns)
 			fprintf(stderr, "  slowest   %s  %s\n", fmt_duration(st->slowest_ns, slow, sizeof(slow)),
 			       st->slowest_path);
-		if (!run->opts->no_fast)
+		if (st->fast_off_small)
+			vlog("  decoded   libipt's block decoder alone: %" PRIu64 " bytes of PT, too "
+			     "few for the fast path to pay%s\n", st->bytes, st->verified_fast ?
+			     " (and the fast path, --verify-fast: no difference)" : "");
+		else if (!run->opts->no_fast)
 			vlog("  decoded   fast path %" PRIu64 " of %" PRIu64 " blocks%s\n",
 			     st->fast_blocks, st->blocks, st->verified_fast ?
 			     ", checked against libipt's block decoder (--verify-fast): no difference"

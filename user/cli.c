@@ -149,7 +149,7 @@ static const struct argp_option capture_options[] = {
 	{ "jobs", 'j', "N", 0, "Decoder threads (default: number of cores)" },
 	{ "no-fast", OPT_NO_FAST, NULL, 0,
 	  "Decode with libipt's block decoder alone, without the fast path (as ptbpf "
-	  "decode --no-fast)" },
+	  "decode --no-fast; a capture with under 128 KiB of PT is decoded so by default)" },
 	{ "verify-fast", OPT_VERIFY_FAST, NULL, 0,
 	  "Decode every stream both ways first (block decoder, fast path) and fail at the "
 	  "first difference, naming it (as ptbpf decode --verify-fast; -v says it ran)" },

@@ -118,7 +118,8 @@ static const struct argp_option decode_options[] = {
 	{ "strict", OPT_STRICT, NULL, 0,
 	  "Fail on a missing binary or a decode error instead of marking it in the trace" },
 	{ "no-fast", OPT_NO_FAST, NULL, 0,
-	  "Decode with libipt's block decoder alone, without the fast path (run cache)" },
+	  "Decode with libipt's block decoder alone, without the fast path (run cache; a "
+	  "capture with under 128 KiB of PT to decode is decoded so by default)" },
 	{ "verify-fast", OPT_VERIFY_FAST, NULL, 0,
 	  "First decode every stream both ways (block decoder, fast path) and fail at the "
 	  "first difference, naming it" },
@@ -435,6 +436,9 @@ static void print_stats(const struct decode_stats *st)
 					 : 0.0,
 			st->fast_lookups, st->fast_lookups - st->fast_hits - st->fast_stored,
 			st->fast_stored, st->fast_flushes, st->fast_fallbacks, st->fast_replayed);
+	else if (st->fast_off_small)
+		fprintf(stderr, "fast path     off: %" PRIu64 " bytes of PT, too few for it to pay "
+			"(PTBPF_FAST_MIN_PT)\n", st->bytes);
 	/* a line of its own: the "fast path" line is the same whatever the query engine */
 	if (st->fast_tl_lookups)
 		fprintf(stderr, "tracelets     hits %.1f %% of %" PRIu64 " lookups, walking %.1f %% "
