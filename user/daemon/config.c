@@ -55,7 +55,7 @@ struct y_rule {
 	struct y_trigger *trigger;
 	struct y_capture *capture;
 	struct y_budget *budget;
-	char *decode;
+	char *decode, *decoder;
 };
 
 struct y_spool {
@@ -152,6 +152,7 @@ static const cyaml_schema_field_t rule_fields[] = {
 	CYAML_FIELD_MAPPING_PTR("budget", CYAML_FLAG_POINTER | OPT, struct y_rule, budget,
 				budget_fields),
 	STR("decode", struct y_rule, decode),
+	STR("decoder", struct y_rule, decoder),
 	CYAML_FIELD_IGNORE("labels", OPT),	/* free-form: read from the tree */
 	CYAML_FIELD_END
 };
@@ -618,6 +619,9 @@ static bool valid_rule_name(const char *s)
 	return i > 0;
 }
 
+/* enum rule_decoder's values, as a rule names them */
+static const char *const decoder_names[] = { "fast", "no-fast", "verify-fast" };
+
 static int convert_rule(struct load_ctx *lc, const struct y_rule *y, unsigned idx,
 			struct rule *r)
 {
@@ -713,6 +717,20 @@ static int convert_rule(struct load_ctx *lc, const struct y_rule *y, unsigned id
 		cfg_err(lc, line_of(lc, 3, "rules", ix, "decode"), "rule %s: decode '%s': expected "
 			"none or host", r->name, y->decode);
 	r->decode_host = y->decode && !strcmp(y->decode, "host");
+	if (y->decoder) {
+		line = line_of(lc, 3, "rules", ix, "decoder");
+		for (i = 0; i < ARRAY_SIZE(decoder_names); i++)
+			if (!strcmp(y->decoder, decoder_names[i]))
+				break;
+		if (i == ARRAY_SIZE(decoder_names))
+			cfg_err(lc, line, "rule %s: decoder '%s': expected fast, no-fast or "
+				"verify-fast", r->name, y->decoder);
+		else if (!r->decode_host)
+			cfg_err(lc, line, "rule %s: decoder '%s' needs decode: host (the daemon "
+				"decodes no other rule's captures)", r->name, y->decoder);
+		else
+			r->decoder = i;
+	}
 	labels = ytree_get(ytree_item(ytree_get(lc->tree, "rules"), idx), "labels");
 	err = read_labels(lc, labels, "labels", &r->labels, &r->nr_labels);
 	if (err)
@@ -734,13 +752,13 @@ static int rule_fingerprint(struct rule *r)
 	int n;
 	unsigned i;
 
-	n = snprintf(buf, sizeof(buf), "%s|%s|%s|%s|%s|%u|%s|%d|%llu|%d|%s|%llu|%llu|%llu|%g|%llu|%d",
+	n = snprintf(buf, sizeof(buf), "%s|%s|%s|%s|%s|%u|%s|%d|%llu|%d|%s|%llu|%llu|%llu|%g|%llu|%d|%d",
 		     r->name, r->binary ?: "", r->comm ?: "", r->cgroup ?: "",
 		     r->systemd_unit ?: "", r->pid, r->trigger_desc ?: "", r->backend,
 		     (unsigned long long)r->buffer_size, r->kernel, r->timing ?: "",
 		     (unsigned long long)r->max_per_hour, (unsigned long long)r->max_per_day,
 		     (unsigned long long)r->cooldown_ns, r->skip_probability,
-		     (unsigned long long)r->max_bytes_per_day, r->decode_host);
+		     (unsigned long long)r->max_bytes_per_day, r->decode_host, r->decoder);
 	for (i = 0; i < r->nr_labels && n < (int)sizeof(buf); i++)
 		n += snprintf(buf + n, sizeof(buf) - n, "|%s=%s", r->labels[i].key,
 			      r->labels[i].value);
@@ -1140,4 +1158,9 @@ const char *rule_backend_name(enum rule_backend b)
 	default:
 		return "auto";
 	}
+}
+
+const char *rule_decoder_name(enum rule_decoder d)
+{
+	return (unsigned)d < ARRAY_SIZE(decoder_names) ? decoder_names[d] : "fast";
 }

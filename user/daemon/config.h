@@ -28,6 +28,13 @@ enum rule_backend {
 	RULE_BACKEND_EVENTS_ONLY,
 };
 
+/* How a `decode: host` rule's captures are decoded: as `ptbpf decode`'s flags. */
+enum rule_decoder {
+	RULE_DECODER_FAST = 0,		/* the default: the fast path */
+	RULE_DECODER_NO_FAST,		/* --no-fast: libipt's block decoder alone */
+	RULE_DECODER_VERIFY_FAST,	/* --verify-fast: both ways, failing at a difference */
+};
+
 struct rule {
 	char *name;
 	char *file;			/* where it was defined */
@@ -49,6 +56,7 @@ struct rule {
 	double skip_probability;
 	uint64_t max_bytes_per_day;		/* 0: none */
 	bool decode_host;
+	enum rule_decoder decoder;	/* with decode_host */
 	struct label *labels;
 	unsigned nr_labels;
 	char *fingerprint;		/* everything above: a reload re-arms a rule only if it changed */
@@ -92,6 +100,8 @@ int config_load_upload(const char *path, struct upload_config *out);
 /* Free what a rule holds and zero it (config_free() then skips it). */
 void rule_clear(struct rule *r);
 
+/* "fast", "no-fast", "verify-fast". */
+const char *rule_decoder_name(enum rule_decoder d);
 /* "auto", "pt", "singlestep", "events-only". */
 const char *rule_backend_name(enum rule_backend b);
 

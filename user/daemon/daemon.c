@@ -1010,7 +1010,10 @@ static void decodes_done(struct daemon *d)
 		if (job->err) {
 			dlog_event("error", pc->rule, "decode_failed", NULL, "decoding %s failed "
 				   "(%s); spooling the capture alone", pc->name,
-				   job->err == -ECANCELED ? "the daemon stops" : strerror(-job->err));
+				   job->err == -ECANCELED ? "the daemon stops" :
+				   job->err == -EDOM ? "decoder: verify-fast: the fast path differs "
+				   "from libipt's block decoder, the first difference logged above" :
+				   strerror(-job->err));
 		} else {
 			struct json_object *o = json_object_new_object();
 
@@ -1102,6 +1105,8 @@ static void process_capture(struct daemon *d, struct rule_rt *rt, const char *pa
 		pc->job.output = pc->fxt;
 		/* a system-wide snapshot holds every process: the fired one's threads only */
 		pc->job.pid = rt->pt && tr ? tr->pid : 0;
+		pc->job.no_fast = rt->r.decoder == RULE_DECODER_NO_FAST;
+		pc->job.verify_fast = rt->r.decoder == RULE_DECODER_VERIFY_FAST;
 		if (d->decoder && !decode_worker__submit(d->decoder, &pc->job)) {
 			pc->next = d->decoding;
 			d->decoding = pc;

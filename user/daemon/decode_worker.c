@@ -83,7 +83,8 @@ static void *worker_main(void *arg)
 		job->err = cpu_share__start(&cs, share);
 		if (!job->err) {
 			struct decode_opts o = { .output = job->output, .format = DECODE_FXT,
-						 .jobs = 1 };
+						 .jobs = 1, .no_fast = job->no_fast,
+						 .verify_fast = job->verify_fast };
 
 			if (job->pid) {
 				o.pids = &job->pid;

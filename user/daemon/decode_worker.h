@@ -24,6 +24,7 @@ struct decode_job {
 	const struct capture *cap;	/* to decode (the submitter's, untouched until done) */
 	const char *output;		/* FXT path */
 	uint32_t pid;			/* decode only this process's threads; 0: all */
+	bool no_fast, verify_fast;	/* as ptbpf decode's --no-fast, --verify-fast */
 	void *ctx;			/* the submitter's */
 	int err;			/* result: 0, -errno, -ECANCELED (stopped first) */
 	struct decode_stats stats;
