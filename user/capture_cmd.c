@@ -358,23 +358,9 @@ static int take_snapshot(struct capture_run *run)
 			goto cleanup;
 	}
 	if (opts->decode) {
-		/*
-		 * The target's threads (and, followed, its children's): a CPU's trace of other
-		 * processes is skipped. With --system-wide a trigger may fire anywhere: all.
-		 */
+		/* the target's threads (test_decode_select checks what that skips) */
 		uint32_t target_pid = (uint32_t)run->s.target->pid;
-		struct decode_opts dopts = {
-			.output = fxt,
-			.format = DECODE_FXT,
-			.jobs = opts->jobs,
-			.kernel = opts->kernel,
-			.progress = true,
-			.pids = &target_pid,
-			.nr_pids = opts->system_wide ? 0 : 1,
-			.children = opts->follow_forks,
-			.no_fast = opts->no_fast,
-			.verify_fast = opts->verify_fast,
-		};
+		struct decode_opts dopts = capture_session__decode_opts(opts, &target_pid, fxt);
 
 		err = output_move_aside(fxt) ?: ptdecode_capture(cap, &dopts, &st);
 		if (err) {

@@ -120,3 +120,20 @@ void capture_session__close(struct capture_session *s)
 	s->tfd = s->sfd = -1;
 	s->nr_fds = 0;
 }
+
+struct decode_opts capture_session__decode_opts(const struct capture_opts *opts,
+						const uint32_t *target_pid, const char *fxt)
+{
+	return (struct decode_opts){
+		.output = fxt,
+		.format = DECODE_FXT,
+		.jobs = opts->jobs,
+		.kernel = opts->kernel,
+		.progress = true,
+		.pids = target_pid,
+		.nr_pids = opts->system_wide ? 0 : 1,
+		.children = opts->follow_forks,
+		.no_fast = opts->no_fast,
+		.verify_fast = opts->verify_fast,
+	};
+}

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 
 #include "cli.h"
+#include "ptdecode.h"
 #include "target.h"
 #include "triggers.h"
 
@@ -68,6 +69,15 @@ bool capture_session__poll_stop(struct capture_session *s);
 
 /* Detach the triggers (the backend, if any, first let the target go). NULL-safe. */
 void capture_session__release_triggers(struct capture_session *s);
+
+/*
+ * How the capture command decodes a snapshot to `fxt`: only the target's threads
+ * (`*target_pid`'s, and with --follow-forks its children's: a CPU's trace of other
+ * processes is skipped), all of them with --system-wide (a trigger may fire anywhere);
+ * -j, --kernel, --no-fast and --verify-fast as given. `target_pid` must outlive it.
+ */
+struct decode_opts capture_session__decode_opts(const struct capture_opts *opts,
+						const uint32_t *target_pid, const char *fxt);
 
 /* Frees what is left: triggers, target, fds. */
 void capture_session__close(struct capture_session *s);

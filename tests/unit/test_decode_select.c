@@ -12,6 +12,11 @@
  * again before its first instruction, so the stop's last instruction is the one
  * decoded before: the target's own (the slice before was its own) or none (another
  * thread's), at -j 1, at -j 2 where a piece begins at that copy, and with --pid.
+ *
+ * The capture command decodes only its target's threads by default (issue 17): its
+ * decode options (capture_session__decode_opts()), for a command or -p, skip the other
+ * process's slices and give the FXT `ptbpf decode --pid TARGET` gives; with
+ * --system-wide they skip nothing and give the whole decode's.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -27,6 +32,7 @@
 #include <intel-pt.h>
 #include <linux/perf_event.h>
 
+#include "capture_session.h"
 #include "capture_synth.h"
 #include "perfdata.h"
 #include "ptdecode.h"
@@ -296,10 +302,85 @@ static void test_select_alternating(void **state)
 	free(whole);
 }
 
+/* The bytes of `path` (NUL-terminated too), their count in *len. */
+static char *file_bytes(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+
+	assert_non_null(f);
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	n = ftell(f);
+	assert_true(n > 0);
+	rewind(f);
+	buf = malloc(n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, n, f), (size_t)n);
+	buf[n] = 0;
+	fclose(f);
+	*len = (size_t)n;
+	return buf;
+}
+
+static void assert_same_file(const char *a, const char *b, const char *what)
+{
+	size_t na, nb;
+	char *x = file_bytes(a, &na), *y = file_bytes(b, &nb);
+
+	if (na != nb || memcmp(x, y, na)) {
+		print_error("%s differ (%zu and %zu bytes)\n", what, na, nb);
+		fail();
+	}
+	free(x);
+	free(y);
+}
+
+/* A decode to FXT at `out` with `o` (the capture's binaries under the sysroot). */
+static void decode_fxt(struct decode_opts o, const char *out, struct decode_stats *st)
+{
+	struct capture *cap = NULL;
+
+	o.output = out;
+	o.sysroot = sysroot;
+	o.progress = false;
+	assert_int_equal(perfdata_read(data_path, &cap), 0);
+	assert_int_equal(ptdecode_capture(cap, &o, st), 0);
+	capture__free(cap);
+}
+
+static void test_capture_default_selection(void **state)
+{
+	uint32_t target = (uint32_t)(uintptr_t)*state;
+	struct capture_opts co = { .decode = true, .jobs = 1 };
+	struct decode_opts pid_only = { .format = DECODE_FXT, .jobs = 1, .pids = &target,
+					.nr_pids = 1 };
+	struct decode_opts all = { .format = DECODE_FXT, .jobs = 1 };
+	struct decode_stats st, st_ref;
+	char cap_fxt[160], ref_fxt[160];
+
+	snprintf(cap_fxt, sizeof(cap_fxt), "%s/capture.fxt", dir);
+	snprintf(ref_fxt, sizeof(ref_fxt), "%s/ref.fxt", dir);
+	/* a capture of a command (or -p): the target's threads, the rest skipped */
+	decode_fxt(capture_session__decode_opts(&co, &target, cap_fxt), cap_fxt, &st);
+	assert_int_equal(st.errors, 0);
+	assert_true(st.skipped > 0);
+	decode_fxt(pid_only, ref_fxt, &st_ref);
+	assert_int_equal(st.skipped, st_ref.skipped);
+	assert_same_file(cap_fxt, ref_fxt, "the capture's decode and decode --pid's FXT");
+	/* --system-wide: everything */
+	co.system_wide = true;
+	decode_fxt(capture_session__decode_opts(&co, &target, cap_fxt), cap_fxt, &st);
+	assert_int_equal(st.skipped, 0);
+	decode_fxt(all, ref_fxt, &st_ref);
+	assert_same_file(cap_fxt, ref_fxt, "the --system-wide capture's and the whole decode's FXT");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_select_alternating),
+		cmocka_unit_test(test_capture_default_selection),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
