@@ -21,7 +21,8 @@
  * libipt's block, query and packet decoders alone over the same bytes, and pktq alone
  * (decoder/pktq.c, the fast path's query engine on libipt's packet decoder: what bounds
  * the fast path now), and the fast path on libipt's query decoder
- * (PTBPF_FAST_QUERY=libipt) for the comparison. First, the skip benchmark (see
+ * (PTBPF_FAST_QUERY=libipt) for the comparison; from these, where the decode's CPU
+ * goes (print_breakdown()). First, the skip benchmark (see
  * bench_skip(), on 64 MiB: PTBPF_BENCH_SKIP_MIB). BENCH_ONLY=skip,hase,mruby runs some;
  * BENCH_KEEP keeps the inputs; PTBPF_BENCH_RUNS: runs per figure (the best is kept).
  */
