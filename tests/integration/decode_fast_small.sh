@@ -32,7 +32,9 @@ capstone() {
 
 decode small
 bytes=$(figure bytes "$TMP/small.err")
-[ "$bytes" -gt 0 ] && [ "$bytes" -lt $((128 << 10)) ] || fail "the capture's PT: $bytes bytes"
+if [ "$bytes" -le 0 ] || [ "$bytes" -ge $((128 << 10)) ]; then
+	fail "the capture's PT: $bytes bytes, not under 128 KiB"
+fi
 grep -q "^fast path     off: $bytes bytes of PT" "$TMP/small.err" ||
 	{ cat "$TMP/small.err"; fail "a capture of $bytes bytes of PT: the fast path not off"; }
 capstone small && fail "a capture of $bytes bytes of PT: capstone loaded"

@@ -41,10 +41,12 @@ each_capture one hase dynamorio kafl kafl-no-cpu raw_pt perfdata
 
 if [ -n "${DECODE_GOLDEN_UPDATE:-}" ]; then
 	# keep the kAFL digests recorded elsewhere when this machine has no kAFL data
+	# (read before the file is rewritten: in one pipeline the shell may empty it first)
 	{
 		cat "$TMP/digests"
 		[ "$KAFL_DECODED" = 1 ] || grep ' kafl-' "$GOLDEN" 2>/dev/null
-	} | sort -k3 >"$GOLDEN"
+	} | sort -k3 >"$TMP/golden"
+	cp "$TMP/golden" "$GOLDEN"
 	echo "recorded $(wc -l <"$GOLDEN") digests in $GOLDEN"
 	exit 0
 fi
