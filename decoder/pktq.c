@@ -62,6 +62,7 @@ struct qtcal {
 };
 
 struct pktq {
+	struct pktq_tnt tnt;		/* the TNT cache, first: pktq_cond_branch() reads it */
 	struct pt_config cfg;
 	struct pt_packet_decoder *pd;	/* the packets at pos */
 	struct pt_packet_decoder *look;	/* BDM70's look-ahead */
@@ -78,7 +79,6 @@ struct pktq {
 
 	uint64_t ip;			/* last IP */
 	bool have_ip, ip_suppressed;
-	uint64_t tnt, tnt_index;	/* the TNT cache */
 	struct qtime time, last_time;
 	struct qtcal tcal;
 	bool enabled, consume_packet;
@@ -492,7 +492,7 @@ static void reset(struct pktq *q)
 	q->event = NULL;
 	q->ip = 0;
 	q->have_ip = q->ip_suppressed = false;
-	q->tnt = q->tnt_index = 0;
+	q->tnt.payload = q->tnt.index = 0;
 	memset(&q->time, 0, sizeof(q->time));
 	memset(&q->last_time, 0, sizeof(q->last_time));
 	tcal_init(&q->tcal);
@@ -603,7 +603,7 @@ static inline int status_flags(const struct pktq *q)
 {
 	int flags = 0;
 
-	if (!q->tnt_index) {
+	if (!q->tnt.index) {
 		if (will_event(q))
 			flags |= pts_event_pending;
 		if (!q->have_next && q->pos >= q->size)
@@ -895,7 +895,7 @@ static int decode_tip_pge(struct pktq *q)
 		if (last_ip_query(q, &ev->variant.enabled.ip) < 0)
 			return fallback(q, "TIP.PGE without ip");
 		event_time(q, ev);
-		q->tnt = q->tnt_index = 0;
+		q->tnt.payload = q->tnt.index = 0;
 		q->consume_packet = true;
 		q->enabled = true;
 	} else {
@@ -1212,10 +1212,10 @@ static int decode(struct pktq *q)
 		return decode_psbend(q);
 	case ppt_tnt_8:
 	case ppt_tnt_64:
-		if (q->tnt_index || !q->nx.payload.tnt.bit_size)
+		if (q->tnt.index || !q->nx.payload.tnt.bit_size)
 			return fallback(q, "TNT");
-		q->tnt = q->nx.payload.tnt.payload;
-		q->tnt_index = 1ull << (q->nx.payload.tnt.bit_size - 1);
+		q->tnt.payload = q->nx.payload.tnt.payload;
+		q->tnt.index = 1ull << (q->nx.payload.tnt.bit_size - 1);
 		break;
 	case ppt_tip:
 		return decode_tip(q);
@@ -1415,8 +1415,8 @@ static int cache_tnt(struct pktq *q)
 			/* decode(): the common case, directly */
 			if (!q->nx.payload.tnt.bit_size)
 				return fallback(q, "TNT");
-			q->tnt = q->nx.payload.tnt.payload;
-			q->tnt_index = 1ull << (q->nx.payload.tnt.bit_size - 1);
+			q->tnt.payload = q->nx.payload.tnt.payload;
+			q->tnt.index = 1ull << (q->nx.payload.tnt.bit_size - 1);
 			q->pos += (uint64_t)q->nx_size;
 			break;
 		}
@@ -1443,13 +1443,13 @@ static int own_cond_branch(struct pktq *q, int *taken)
 {
 	int status;
 
-	if (!q->tnt_index) {
+	if (!q->tnt.index) {
 		status = cache_tnt(q);
 		if (status < 0)
 			return status;
 	}
-	*taken = (q->tnt & q->tnt_index) != 0;
-	q->tnt_index >>= 1;
+	*taken = (q->tnt.payload & q->tnt.index) != 0;
+	q->tnt.index >>= 1;
 	return status_flags(q);
 }
 
@@ -1458,9 +1458,9 @@ static int own_cond_bits(struct pktq *q, uint64_t *bits, unsigned *n)
 	uint64_t payload, index, b = 0;
 	unsigned k = 0;
 
-	if (q->tnt_index) {
-		payload = q->tnt;
-		index = q->tnt_index;
+	if (q->tnt.index) {
+		payload = q->tnt.payload;
+		index = q->tnt.index;
 	} else if (q->have_next && is_tnt(q) && q->nx.payload.tnt.bit_size) {
 		/* what cache_tnt() would take first */
 		payload = q->nx.payload.tnt.payload;
@@ -1483,16 +1483,16 @@ static int own_cond_take(struct pktq *q, unsigned n)
 
 	if (!n)
 		return -pte_invalid;
-	if (!q->tnt_index) {
+	if (!q->tnt.index) {
 		status = cache_tnt(q);
 		if (status < 0)
 			return status;
 	}
 	/* the bits left: index is the next one's, the oldest is the highest */
-	left = (uint64_t)(64 - __builtin_clzll(q->tnt_index));
+	left = (uint64_t)(64 - __builtin_clzll(q->tnt.index));
 	if (n > left)
 		return -pte_invalid;
-	q->tnt_index = n == 64 ? 0 : q->tnt_index >> n;
+	q->tnt.index = n == 64 ? 0 : q->tnt.index >> n;
 	return status_flags(q);
 }
 
@@ -1507,7 +1507,7 @@ static int own_indirect_branch(struct pktq *q, uint64_t *addr)
 			return -pte_bad_query;
 		q->event = NULL;
 		/* a TNT while bits are left: the user is out of step */
-		if (is_tnt(q) && q->tnt_index)
+		if (is_tnt(q) && q->tnt.index)
 			return -pte_bad_query;
 		status = decode(q);
 		if (status)
@@ -1540,7 +1540,7 @@ static int own_event(struct pktq *q, struct pt_event *event, size_t size)
 
 	if (size < offsetof(struct pt_event, variant))
 		return -pte_invalid;
-	if (q->tnt_index)
+	if (q->tnt.index)
 		return -pte_bad_query;
 	if (size > sizeof(*event))
 		size = sizeof(*event);
@@ -1703,16 +1703,11 @@ int pktq_time(const struct pktq *q, uint64_t *time, uint32_t *lost_mtc, uint32_t
 	return own_time(q, time, lost_mtc, lost_cyc);
 }
 
-int pktq_cond_branch(struct pktq *q, int *taken)
+/* pktq_cond_branch() when the TNT cache has no bit with more after it, or the engine is
+ * not this one alone */
+int pktq_cond_branch_slow(struct pktq *q, int *taken)
 {
 	int own, ref, ref_taken = -1;
-
-	/* most calls: a bit left in the cache and more after it (status 0) */
-	if (__builtin_expect(q->engine == PKTQ_OWN && q->tnt_index > 1, 1)) {
-		*taken = (q->tnt & q->tnt_index) != 0;
-		q->tnt_index >>= 1;
-		return 0;
-	}
 
 	if (q->engine == PKTQ_LIBIPT)
 		return pt_qry_cond_branch(q->ref, taken);
@@ -1827,6 +1822,7 @@ struct pktq *pktq_new(const struct pt_config *cfg, enum pktq_engine engine)
 	q->cfg = *cfg;
 	memset(&q->cfg.flags, 0, sizeof(q->cfg.flags));
 	q->engine = engine;
+	q->tnt.inline_ok = engine == PKTQ_OWN;
 	q->size = (uint64_t)(cfg->end - cfg->begin);
 	q->pd_off = UINT64_MAX;
 	q->pd = pt_pkt_alloc_decoder(&q->cfg);

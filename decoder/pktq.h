@@ -9,6 +9,7 @@
 #ifndef PTBPF_DECODER_PKTQ_H
 #define PTBPF_DECODER_PKTQ_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,7 +41,7 @@ int pktq_sync_forward(struct pktq *q, uint64_t *ip);
 int pktq_sync_set(struct pktq *q, uint64_t *ip, uint64_t offset);
 int pktq_get_offset(const struct pktq *q, uint64_t *offset);
 int pktq_get_sync_offset(const struct pktq *q, uint64_t *offset);
-int pktq_cond_branch(struct pktq *q, int *taken);
+static inline int pktq_cond_branch(struct pktq *q, int *taken);
 int pktq_indirect_branch(struct pktq *q, uint64_t *ip);
 int pktq_event(struct pktq *q, struct pt_event *event, size_t size);
 int pktq_time(const struct pktq *q, uint64_t *time, uint32_t *lost_mtc, uint32_t *lost_cyc);
@@ -60,5 +61,31 @@ int pktq_time(const struct pktq *q, uint64_t *time, uint32_t *lost_mtc, uint32_t
 int pktq_cond_bits(struct pktq *q, uint64_t *bits, unsigned *n);
 int pktq_cond_take(struct pktq *q, unsigned n);
 /* (-pte_not_supported with the libipt engine) */
+
+/*
+ * pktq_cond_branch() is one call per TNT bit, the fast path's most frequent query: a bit
+ * with more after it in the cached TNT packet (status 0, nothing else changes) is
+ * answered here, inline; the rest by pktq_cond_branch_slow(). The TNT cache is struct
+ * pktq's first member, for this alone.
+ */
+struct pktq_tnt {
+	uint64_t payload;	/* the cached TNT packet's bits */
+	uint64_t index;		/* the next bit's mask (the oldest bit is the highest); 0: none */
+	bool inline_ok;		/* this engine alone answers (not PKTQ_LIBIPT, not PKTQ_CHECK) */
+};
+
+int pktq_cond_branch_slow(struct pktq *q, int *taken);
+
+static inline int pktq_cond_branch(struct pktq *q, int *taken)
+{
+	struct pktq_tnt *tnt = (struct pktq_tnt *)q;
+
+	if (__builtin_expect(tnt->inline_ok && tnt->index > 1, 1)) {
+		*taken = (tnt->payload & tnt->index) != 0;
+		tnt->index >>= 1;
+		return 0;
+	}
+	return pktq_cond_branch_slow(q, taken);
+}
 
 #endif /* PTBPF_DECODER_PKTQ_H */
