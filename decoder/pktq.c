@@ -1272,25 +1272,92 @@ static int decode(struct pktq *q)
 	return 0;
 }
 
+/* An MTC read ahead (pt_qry_apply_mtc): the calibration, then the time. */
+static inline int read_ahead_mtc(struct pktq *q)
+{
+	struct qtcal *c = &q->tcal;
+	int status;
+
+	/* no cycles counted since the last MTC (no CYC): tcal_mtc() would only do this */
+	if (c->have_mtc && !c->cyc_mtc) {
+		c->check_skl168 = false;
+	} else {
+		status = tcal_mtc(q, c, q->nx.payload.mtc.ctc);
+		if (status < 0 && status != -pte_bad_config)
+			return fallback(q, "MTC calibration");
+	}
+	return time_mtc(q, &q->time, &q->nx.payload.mtc);
+}
+
+/*
+ * The packets from pos while the packet decoder is there (the common case), up to the
+ * first that is not a PAD or an MTC (most packets of some traces: taken here, without
+ * fetch()'s bookkeeping for each). 0: that packet is nx, read as fetch() reads it (for
+ * the caller to check); 1: the packet decoder failed at pos, for fetch_slow() to say
+ * how; or an MTC's error, at the MTC (have_next).
+ */
+static inline int read_ahead_pad_mtc(struct pktq *q)
+{
+	uint64_t pos = q->pos;
+	int size, status = 0;
+
+	q->nx_valid = false;
+	for (;;) {
+		size = pt_pkt_next(q->pd, &q->nx, sizeof(q->nx));
+		if (size <= 0) {
+			q->pos = pos;
+			q->pd_off = UINT64_MAX;
+			return 1;
+		}
+		if (q->nx.type == ppt_pad) {
+			pos += 1;
+			continue;
+		}
+		q->pos = pos;
+		if (q->nx.type != ppt_mtc)
+			break;
+		status = read_ahead_mtc(q);
+		if (status < 0) {
+			q->have_next = true;
+			break;
+		}
+		pos += (uint64_t)size;
+	}
+	q->nx_off = pos;
+	q->pd_off = pos + (uint64_t)size;
+	q->nx_size = size;
+	q->nx_valid = true;
+	return status;
+}
+
 /* pt_qry_read_ahead: status packets up to the next TNT, TIP or event packet */
 static int read_ahead(struct pktq *q)
 {
 	int status;
 
 	for (;;) {
-		status = fetch(q);
+		status = 1;
+		if (q->pd_off == q->pos && q->pos < q->size) {
+			status = read_ahead_pad_mtc(q);
+			if (status < 0)
+				return status;
+			if (!status && (unsigned)q->nx.type < 32 && (PKT(q->nx.type) & PKT_DONE))
+				q->have_next = true;
+			else
+				status = 1;
+		}
+		/* an end, an error, MODE, CBR or a packet not done here */
+		if (status)
+			status = fetch_slow(q);
 		if (status)
 			return status;
-		/* PAD and MTC: most packets of some traces */
+		/* (PADs and MTCs fetch_slow() read) */
 		if (q->nx.type == ppt_pad) {
 			q->pos += 1;
 			continue;
 		}
 		if (q->nx.type == ppt_mtc) {
-			status = tcal_mtc(q, &q->tcal, q->nx.payload.mtc.ctc);
-			if (status < 0 && status != -pte_bad_config)
-				return fallback(q, "MTC calibration");
-			status = time_mtc(q, &q->time, &q->nx.payload.mtc);
+			status = read_ahead_mtc(q);
 			if (status < 0)
 				return status;
 			q->pos += (uint64_t)q->nx_size;
