@@ -54,6 +54,13 @@ struct qtime {
 	bool have_tsc, have_cbr, have_tma, have_mtc;
 };
 
+/* What pt_qry_time reports of a struct qtime (kept at every query: only this is copied) */
+struct qtime_seen {
+	uint64_t tsc;
+	uint32_t lost_mtc, lost_cyc;
+	bool have_tsc;
+};
+
 /* libipt's struct pt_time_cal: the fast-counter:cycles ratio CYC needs */
 struct qtcal {
 	uint64_t fcr, min_fcr, max_fcr, tsc, cyc_tsc, cyc_mtc;
@@ -79,7 +86,8 @@ struct pktq {
 
 	uint64_t ip;			/* last IP */
 	bool have_ip, ip_suppressed;
-	struct qtime time, last_time;
+	struct qtime time;
+	struct qtime_seen last_time;	/* the time the last query reports */
 	struct qtcal tcal;
 	bool enabled, consume_packet;
 	struct pt_event *event;		/* the event the last decode published */
@@ -224,6 +232,15 @@ static int ctc_fc(const struct pktq *q, uint64_t ctc, uint64_t *fc)
 		return -pte_bad_config;
 	*fc = (ctc * q->cfg.cpuid_0x15_ebx) / q->cfg.cpuid_0x15_eax;
 	return 0;
+}
+
+/* A query's time: the time at its packet */
+static inline void time_seen(struct pktq *q)
+{
+	q->last_time.tsc = q->time.tsc;
+	q->last_time.lost_mtc = q->time.lost_mtc;
+	q->last_time.lost_cyc = q->time.lost_cyc;
+	q->last_time.have_tsc = q->time.have_tsc;
 }
 
 static void time_tsc(struct qtime *t, uint64_t tsc)
@@ -1471,7 +1488,7 @@ static int own_get_sync_offset(const struct pktq *q, uint64_t *offset)
 }
 
 /* pt_qry_cache_tnt: the next TNT packet into the cache */
-static int cache_tnt(struct pktq *q)
+static __attribute__((noinline)) int cache_tnt(struct pktq *q)
 {
 	int status;
 
@@ -1499,7 +1516,7 @@ static int cache_tnt(struct pktq *q)
 		if (status)
 			return status;
 	}
-	q->last_time = q->time;
+	time_seen(q);
 	status = read_ahead(q);
 	if (status < 0 && status != -pte_eos)
 		return status;
@@ -1594,7 +1611,7 @@ static int own_indirect_branch(struct pktq *q, uint64_t *addr)
 		if (status)
 			return status;
 	}
-	q->last_time = q->time;
+	time_seen(q);
 	status = read_ahead(q);
 	if (status < 0 && status != -pte_eos)
 		return status;
@@ -1628,7 +1645,7 @@ static int own_event(struct pktq *q, struct pt_event *event, size_t size)
 		if (status)
 			return status;
 	}
-	q->last_time = q->time;
+	time_seen(q);
 	status = read_ahead(q);
 	if (status < 0 && status != -pte_eos)
 		return status;
@@ -1770,9 +1787,8 @@ int pktq_time(const struct pktq *q, uint64_t *time, uint32_t *lost_mtc, uint32_t
 	return own_time(q, time, lost_mtc, lost_cyc);
 }
 
-/* pktq_cond_branch() when the TNT cache has no bit with more after it, or the engine is
- * not this one alone */
-int pktq_cond_branch_slow(struct pktq *q, int *taken)
+/* pktq_cond_branch() on libipt's query decoder or both (PKTQ_CHECK) */
+static __attribute__((noinline)) int other_cond_branch(struct pktq *q, int *taken)
 {
 	int own, ref, ref_taken = -1;
 
@@ -1785,6 +1801,15 @@ int pktq_cond_branch_slow(struct pktq *q, int *taken)
 	if (own >= 0 && ref >= 0 && *taken != ref_taken)
 		differs(q, "cond_branch", "taken %d, libipt %d", *taken, ref_taken);
 	return compare(q, "cond_branch", own, ref);
+}
+
+/* pktq_cond_branch() when the TNT cache has no bit with more after it, or the engine is
+ * not this one alone */
+int pktq_cond_branch_slow(struct pktq *q, int *taken)
+{
+	if (__builtin_expect(q->engine == PKTQ_OWN, 1))
+		return own_cond_branch(q, taken);
+	return other_cond_branch(q, taken);
 }
 
 int pktq_indirect_branch(struct pktq *q, uint64_t *ip)
