@@ -855,6 +855,21 @@ static int decode_psb(struct pktq *q)
 	return status;
 }
 
+/*
+ * The tail libipt's TIP, TIP.PGE, TIP.PGD and FUP share once the packet published `ev`:
+ * while more events bound to it are queued in `b` the packet is decoded again (one event
+ * each time); then it is consumed if `take` (an event took the packet, or the packet is
+ * one that is always taken). Whether it was consumed.
+ */
+static bool publish_bound(struct pktq *q, struct pt_event *ev, enum evb b, bool take)
+{
+	q->event = ev;
+	if (evq_pending(q, b) || !take)
+		return false;
+	consume(q);
+	return true;
+}
+
 /* pt_qry_decode_tip's binding of a pending event */
 static int event_tip(struct pktq *q, struct pt_event *ev)
 {
@@ -889,10 +904,9 @@ static int decode_tip(struct pktq *q)
 		status = event_tip(q, ev);
 		if (status < 0)
 			return status;
-		q->event = ev;
-		if (evq_pending(q, EVB_TIP) || !q->consume_packet)
-			return 0;
-		q->consume_packet = false;
+		if (publish_bound(q, ev, EVB_TIP, q->consume_packet))
+			q->consume_packet = false;
+		return 0;
 	}
 	consume(q);
 	return 0;
@@ -923,11 +937,8 @@ static int decode_tip_pge(struct pktq *q)
 			return fallback(q, "event bound to TIP.PGE");
 		event_ip(q, &ev->variant.exec_mode.ip, ev);
 	}
-	q->event = ev;
-	if (evq_pending(q, EVB_TIP))
-		return 0;
-	q->consume_packet = false;
-	consume(q);
+	if (publish_bound(q, ev, EVB_TIP, true))
+		q->consume_packet = false;
 	return 0;
 }
 
@@ -964,11 +975,8 @@ static int decode_tip_pgd(struct pktq *q)
 		event_ip(q, &ev->variant.disabled.ip, ev);
 		event_time(q, ev);
 	}
-	q->event = ev;
-	if (evq_pending(q, EVB_TIP))
-		return 0;
-	q->enabled = false;
-	consume(q);
+	if (publish_bound(q, ev, EVB_TIP, true))
+		q->enabled = false;
 	return 0;
 }
 
@@ -996,11 +1004,8 @@ static int decode_fup(struct pktq *q)
 		default:
 			return fallback(q, "event bound to FUP");
 		}
-		q->event = ev;
-		if (evq_pending(q, EVB_FUP) || !q->consume_packet)
-			return 0;
-		q->consume_packet = false;
-		consume(q);
+		if (publish_bound(q, ev, EVB_FUP, q->consume_packet))
+			q->consume_packet = false;
 		return 0;
 	}
 	/* an asynchronous branch, bound to the next TIP */
