@@ -1298,6 +1298,8 @@ static int decode(struct pktq *q)
 static inline int read_ahead_mtc(struct pktq *q)
 {
 	struct qtcal *c = &q->tcal;
+	struct qtime *t = &q->time;
+	uint32_t ctc, last_ctc;
 	int status;
 
 	/* no cycles counted since the last MTC (no CYC): tcal_mtc() would only do this */
@@ -1308,7 +1310,25 @@ static inline int read_ahead_mtc(struct pktq *q)
 		if (status < 0 && status != -pte_bad_config)
 			return fallback(q, "MTC calibration");
 	}
-	return time_mtc(q, &q->time, &q->nx.payload.mtc);
+	/*
+	 * Most MTCs of a trace: after TMA and an MTC, no CYC since that MTC (fc and lost_cyc
+	 * 0) and no wrap past the last one; time_mtc() would only advance the time by the
+	 * CTC since the last MTC (and set what it already is).
+	 */
+	last_ctc = t->ctc;
+	ctc = (uint32_t)q->nx.payload.mtc.ctc << q->cfg.mtc_freq;
+	if (__builtin_expect(t->have_mtc && t->have_tma && !t->fc && !t->lost_cyc &&
+			     ctc >= last_ctc, 1)) {
+		uint64_t fc;
+
+		t->ctc = ctc;
+		if (ctc_fc(q, ctc - last_ctc, &fc) < 0)
+			return 0;
+		t->base += fc;
+		t->tsc = t->base;
+		return 0;
+	}
+	return time_mtc(q, t, &q->nx.payload.mtc);
 }
 
 /*
