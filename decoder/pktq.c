@@ -88,6 +88,9 @@ struct pktq {
 	bool have_ip, ip_suppressed;
 	struct qtime time;
 	struct qtime_seen last_time;	/* the time the last query reports */
+	/* the next MTC read ahead takes read_ahead_mtc()'s short way (its comment says when);
+	 * cleared by every other change of time or tcal */
+	bool mtc_steady;
 	struct qtcal tcal;
 	bool enabled, consume_packet;
 	struct pt_event *event;		/* the event the last decode published */
@@ -461,6 +464,8 @@ static int apply_timing(struct pktq *q, struct qtime *t, struct qtcal *c,
 {
 	int status = 0;
 
+	q->mtc_steady = false;
+
 	switch (p->type) {
 	case ppt_tsc:
 		if (header) {
@@ -511,6 +516,7 @@ static void reset(struct pktq *q)
 	q->have_ip = q->ip_suppressed = false;
 	q->tnt.payload = q->tnt.index = 0;
 	memset(&q->time, 0, sizeof(q->time));
+	q->mtc_steady = false;
 	memset(&q->last_time, 0, sizeof(q->last_time));
 	tcal_init(&q->tcal);
 	memset(q->qbegin, 0, sizeof(q->qbegin));
@@ -1294,41 +1300,40 @@ static int decode(struct pktq *q)
 	return 0;
 }
 
-/* An MTC read ahead (pt_qry_apply_mtc): the calibration, then the time. */
+/*
+ * An MTC read ahead (pt_qry_apply_mtc): the calibration, then the time. Most MTCs of a
+ * trace come after TMA and an MTC with no CYC since (calibration and time have an MTC,
+ * no cycles counted: tcal.cyc_mtc, time.fc and time.lost_cyc 0): the calibration then
+ * only clears its SKL168 check, and the time advances by the CTC since the last MTC
+ * (when that does not wrap); the rest of what tcal_mtc() and time_mtc() do leaves it as
+ * it is. mtc_steady says so, from the MTC before.
+ */
 static inline int read_ahead_mtc(struct pktq *q)
 {
 	struct qtcal *c = &q->tcal;
 	struct qtime *t = &q->time;
-	uint32_t ctc, last_ctc;
+	uint32_t ctc = (uint32_t)q->nx.payload.mtc.ctc << q->cfg.mtc_freq;
+	uint64_t fc;
 	int status;
 
-	/* no cycles counted since the last MTC (no CYC): tcal_mtc() would only do this */
-	if (c->have_mtc && !c->cyc_mtc) {
+	if (__builtin_expect(q->mtc_steady && ctc >= t->ctc, 1)) {
 		c->check_skl168 = false;
-	} else {
-		status = tcal_mtc(q, c, q->nx.payload.mtc.ctc);
-		if (status < 0 && status != -pte_bad_config)
-			return fallback(q, "MTC calibration");
-	}
-	/*
-	 * Most MTCs of a trace: after TMA and an MTC, no CYC since that MTC (fc and lost_cyc
-	 * 0) and no wrap past the last one; time_mtc() would only advance the time by the
-	 * CTC since the last MTC (and set what it already is).
-	 */
-	last_ctc = t->ctc;
-	ctc = (uint32_t)q->nx.payload.mtc.ctc << q->cfg.mtc_freq;
-	if (__builtin_expect(t->have_mtc && t->have_tma && !t->fc && !t->lost_cyc &&
-			     ctc >= last_ctc, 1)) {
-		uint64_t fc;
-
+		if (!ctc_fc(q, ctc - t->ctc, &fc)) {
+			t->base += fc;
+			t->tsc = t->base;
+		}
 		t->ctc = ctc;
-		if (ctc_fc(q, ctc - last_ctc, &fc) < 0)
-			return 0;
-		t->base += fc;
-		t->tsc = t->base;
 		return 0;
 	}
-	return time_mtc(q, t, &q->nx.payload.mtc);
+	status = tcal_mtc(q, c, q->nx.payload.mtc.ctc);
+	if (status < 0 && status != -pte_bad_config)
+		return fallback(q, "MTC calibration");
+	status = time_mtc(q, t, &q->nx.payload.mtc);
+	if (status < 0)
+		return status;
+	q->mtc_steady = c->have_mtc && !c->cyc_mtc && t->have_mtc && t->have_tma && !t->fc &&
+			!t->lost_cyc;
+	return 0;
 }
 
 /*
