@@ -1623,7 +1623,8 @@ static int own_indirect_branch(struct pktq *q, uint64_t *addr)
 		/* a TNT while bits are left: the user is out of step */
 		if (is_tnt(q) && q->tnt.index)
 			return -pte_bad_query;
-		status = decode(q);
+		/* the TIP asked for, most often: decode() would call this */
+		status = q->nx.type == ppt_tip ? decode_tip(q) : decode(q);
 		if (status)
 			return status;
 		if (q->event)
