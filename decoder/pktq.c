@@ -621,18 +621,34 @@ static inline bool will_event(const struct pktq *q)
 	}
 }
 
-/* pt_qry_status_flags: events and the end only once the TNT bits are used up */
-static inline int status_flags(const struct pktq *q)
+/* pt_qry_status_flags once the TNT bits are used up: an event, the end */
+static inline int end_flags(const struct pktq *q)
 {
 	int flags = 0;
 
-	if (!q->tnt.index) {
-		if (will_event(q))
-			flags |= pts_event_pending;
-		if (!q->have_next && q->pos >= q->size)
-			flags |= pts_eos;
-	}
+	if (will_event(q))
+		flags |= pts_event_pending;
+	if (!q->have_next && q->pos >= q->size)
+		flags |= pts_eos;
 	return flags;
+}
+
+/* pt_qry_status_flags: events and the end only once the TNT bits are used up */
+static inline int status_flags(const struct pktq *q)
+{
+	return q->tnt.index ? 0 : end_flags(q);
+}
+
+/*
+ * The status the last bit of the TNT cache will return (end_flags() then), kept at the
+ * end of the queries that may leave bits in the cache (cache_tnt(), indirect_branch):
+ * the others leave the state as it is while bits are left (an event query refuses,
+ * pktq_cond_take() takes bits only) or empty the cache (a sync).
+ */
+static inline void tnt_end_flags(struct pktq *q)
+{
+	if (q->tnt.index)
+		q->tnt.end_flags = end_flags(q);
 }
 
 /* pt_qry_provoke_fetch_error: no next packet */
@@ -1548,6 +1564,7 @@ static __attribute__((noinline)) int cache_tnt(struct pktq *q)
 	}
 	time_seen(q);
 	status = read_ahead(q);
+	tnt_end_flags(q);
 	if (status < 0 && status != -pte_eos)
 		return status;
 	return 0;
@@ -1564,7 +1581,8 @@ static int own_cond_branch(struct pktq *q, int *taken)
 	}
 	*taken = (q->tnt.payload & q->tnt.index) != 0;
 	q->tnt.index >>= 1;
-	return status_flags(q);
+	/* as pktq_cond_branch() inline, for PKTQ_CHECK to compare it */
+	return q->tnt.index ? 0 : q->tnt.end_flags;
 }
 
 static int own_cond_bits(struct pktq *q, uint64_t *bits, unsigned *n)
@@ -1851,6 +1869,7 @@ int pktq_indirect_branch(struct pktq *q, uint64_t *ip)
 	if (q->engine == PKTQ_LIBIPT)
 		return pt_qry_indirect_branch(q->ref, ip);
 	own = own_indirect_branch(q, ip);
+	tnt_end_flags(q);
 	if (!both(q))
 		return own;
 	ref = pt_qry_indirect_branch(q->ref, &ref_ip);

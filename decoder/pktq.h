@@ -64,13 +64,14 @@ int pktq_cond_take(struct pktq *q, unsigned n);
 
 /*
  * pktq_cond_branch() is one call per TNT bit, the fast path's most frequent query: a bit
- * with more after it in the cached TNT packet (status 0, nothing else changes) is
- * answered here, inline; the rest by pktq_cond_branch_slow(). The TNT cache is struct
- * pktq's first member, for this alone.
+ * of the cached TNT packet (nothing else changes: status 0, or for its last bit the
+ * status known when the packet was cached) is answered here, inline; the rest by
+ * pktq_cond_branch_slow(). The TNT cache is struct pktq's first member, for this alone.
  */
 struct pktq_tnt {
 	uint64_t payload;	/* the cached TNT packet's bits */
 	uint64_t index;		/* the next bit's mask (the oldest bit is the highest); 0: none */
+	int end_flags;		/* the status of its last bit (pts_event_pending, pts_eos) */
 	bool inline_ok;		/* this engine alone answers (not PKTQ_LIBIPT, not PKTQ_CHECK) */
 };
 
@@ -80,10 +81,10 @@ static inline int pktq_cond_branch(struct pktq *q, int *taken)
 {
 	struct pktq_tnt *tnt = (struct pktq_tnt *)q;
 
-	if (__builtin_expect(tnt->inline_ok && tnt->index > 1, 1)) {
+	if (__builtin_expect(tnt->inline_ok && tnt->index, 1)) {
 		*taken = (tnt->payload & tnt->index) != 0;
 		tnt->index >>= 1;
-		return 0;
+		return tnt->index ? 0 : tnt->end_flags;
 	}
 	return pktq_cond_branch_slow(q, taken);
 }
