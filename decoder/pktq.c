@@ -97,6 +97,8 @@ struct pktq {
 	struct pt_event standalone;
 	struct pt_event queue[EVB_MAX][EVQ_MAX];
 	uint8_t qbegin[EVB_MAX], qend[EVB_MAX];
+	uint32_t event_pkts;		/* PKT() of the packets that are an event now: PKT_EVENT
+					 * and those the queued events are bound to */
 
 	enum pktq_engine engine;
 	struct pt_query_decoder *ref;	/* libipt's, PKTQ_LIBIPT and PKTQ_CHECK */
@@ -112,6 +114,19 @@ static int fallback(struct pktq *q, const char *why)
 
 /* ---------------------------------------------------------------- events */
 
+#define PKT(t) (1u << (t))
+/* The packets done here that need no further look (MODE and CBR do: fetch_slow()). */
+#define PKT_DONE (PKT(ppt_pad) | PKT(ppt_psb) | PKT(ppt_psbend) | PKT(ppt_tnt_8) |	\
+		  PKT(ppt_tnt_64) | PKT(ppt_tip) | PKT(ppt_tip_pge) | PKT(ppt_tip_pgd) |	\
+		  PKT(ppt_fup) | PKT(ppt_tsc) | PKT(ppt_tma) | PKT(ppt_mtc) | PKT(ppt_cyc) |	\
+		  PKT(ppt_ovf) | PKT(ppt_pip) | PKT(ppt_vmcs))
+/* libipt's pdff_event packets (of those done here): an event whatever is queued */
+#define PKT_EVENT (PKT(ppt_tip_pge) | PKT(ppt_tip_pgd) | PKT(ppt_mode) | PKT(ppt_cbr) |	\
+		   PKT(ppt_ovf) | PKT(ppt_pip) | PKT(ppt_vmcs))
+#define PKT_BRANCH (PKT(ppt_tip) | PKT(ppt_tnt_8) | PKT(ppt_tnt_64))
+/* the packet the events queued in each queue are bound to */
+static const uint32_t evq_pkt[EVB_MAX] = { PKT(ppt_psbend), PKT(ppt_tip), PKT(ppt_fup) };
+
 static struct pt_event *evq_standalone(struct pktq *q)
 {
 	memset(&q->standalone, 0, sizeof(q->standalone));
@@ -126,6 +141,7 @@ static struct pt_event *evq_enqueue(struct pktq *q, enum evb b)
 	if (q->qbegin[b] == (end + 1) % EVQ_MAX)
 		return NULL;
 	q->qend[b] = end;
+	q->event_pkts |= evq_pkt[b];
 	memset(&q->queue[b][idx], 0, sizeof(q->queue[b][idx]));
 	return &q->queue[b][idx];
 }
@@ -137,6 +153,8 @@ static struct pt_event *evq_dequeue(struct pktq *q, enum evb b)
 	if (begin == q->qend[b])
 		return NULL;
 	q->qbegin[b] = (uint8_t)((begin + 1) % EVQ_MAX);
+	if (q->qbegin[b] == q->qend[b])
+		q->event_pkts &= ~evq_pkt[b];
 	return &q->queue[b][begin];
 }
 
@@ -521,19 +539,10 @@ static void reset(struct pktq *q)
 	tcal_init(&q->tcal);
 	memset(q->qbegin, 0, sizeof(q->qbegin));
 	memset(q->qend, 0, sizeof(q->qend));
+	q->event_pkts = PKT_EVENT;
 	q->have_next = false;
 }
 
-#define PKT(t) (1u << (t))
-/* The packets done here that need no further look (MODE and CBR do: fetch_slow()). */
-#define PKT_DONE (PKT(ppt_pad) | PKT(ppt_psb) | PKT(ppt_psbend) | PKT(ppt_tnt_8) |	\
-		  PKT(ppt_tnt_64) | PKT(ppt_tip) | PKT(ppt_tip_pge) | PKT(ppt_tip_pgd) |	\
-		  PKT(ppt_fup) | PKT(ppt_tsc) | PKT(ppt_tma) | PKT(ppt_mtc) | PKT(ppt_cyc) |	\
-		  PKT(ppt_ovf) | PKT(ppt_pip) | PKT(ppt_vmcs))
-/* libipt's pdff_event packets (of those done here): an event whatever is queued */
-#define PKT_EVENT (PKT(ppt_tip_pge) | PKT(ppt_tip_pgd) | PKT(ppt_mode) | PKT(ppt_cbr) |	\
-		   PKT(ppt_ovf) | PKT(ppt_pip) | PKT(ppt_vmcs))
-#define PKT_BRANCH (PKT(ppt_tip) | PKT(ppt_tnt_8) | PKT(ppt_tnt_64))
 
 static int fetch_slow(struct pktq *q)
 {
@@ -605,20 +614,7 @@ static inline bool is_tnt(const struct pktq *q)
 /* pt_qry_will_event */
 static inline bool will_event(const struct pktq *q)
 {
-	if (!q->have_next)
-		return false;
-	if (PKT(q->nx.type) & PKT_EVENT)
-		return true;
-	switch (q->nx.type) {
-	case ppt_psbend:
-		return evq_pending(q, EVB_PSBEND);
-	case ppt_tip:
-		return evq_pending(q, EVB_TIP);
-	case ppt_fup:
-		return evq_pending(q, EVB_FUP);
-	default:
-		return false;
-	}
+	return q->have_next && (PKT(q->nx.type) & q->event_pkts);
 }
 
 /* pt_qry_status_flags once the TNT bits are used up: an event, the end */
@@ -872,6 +868,7 @@ static int decode_psb(struct pktq *q)
 	/* back to the PSB (the next packet again), its events dropped */
 	q->pos = at;
 	q->qbegin[EVB_PSBEND] = q->qend[EVB_PSBEND] = 0;
+	q->event_pkts &= ~evq_pkt[EVB_PSBEND];
 	if (fetch(q))
 		q->have_next = false;
 	return status;
@@ -1965,6 +1962,7 @@ struct pktq *pktq_new(const struct pt_config *cfg, enum pktq_engine engine)
 	memset(&q->cfg.flags, 0, sizeof(q->cfg.flags));
 	q->engine = engine;
 	q->tnt.inline_ok = engine == PKTQ_OWN;
+	q->event_pkts = PKT_EVENT;
 	q->size = (uint64_t)(cfg->end - cfg->begin);
 	q->pd_off = UINT64_MAX;
 	q->pd = pt_pkt_alloc_decoder(&q->cfg);
