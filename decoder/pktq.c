@@ -1579,7 +1579,7 @@ static int own_cond_branch(struct pktq *q, int *taken)
 	*taken = (q->tnt.payload & q->tnt.index) != 0;
 	q->tnt.index >>= 1;
 	/* as pktq_cond_branch() inline, for PKTQ_CHECK to compare it */
-	return q->tnt.index ? 0 : q->tnt.end_flags;
+	return q->tnt.end_flags & -(int)!q->tnt.index;
 }
 
 static int own_cond_bits(struct pktq *q, uint64_t *bits, unsigned *n)
@@ -1684,7 +1684,11 @@ static int own_event(struct pktq *q, struct pt_event *event, size_t size)
 		if (status)
 			return status;
 		if (q->event) {
-			memcpy(event, q->event, size);
+			/* (the whole event, most often: a copy the compiler sees the size of) */
+			if (size == sizeof(*event))
+				*event = *q->event;
+			else
+				memcpy(event, q->event, size);
 			break;
 		}
 		status = read_ahead(q);

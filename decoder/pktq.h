@@ -84,7 +84,8 @@ static inline int pktq_cond_branch(struct pktq *q, int *taken)
 	if (__builtin_expect(tnt->inline_ok && tnt->index, 1)) {
 		*taken = (tnt->payload & tnt->index) != 0;
 		tnt->index >>= 1;
-		return tnt->index ? 0 : tnt->end_flags;
+		/* 0 but for the last bit (without a branch: where it is varies) */
+		return tnt->end_flags & -(int)!tnt->index;
 	}
 	return pktq_cond_branch_slow(q, taken);
 }
