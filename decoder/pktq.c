@@ -188,7 +188,7 @@ static int last_ip_query(const struct pktq *q, uint64_t *ip)
 	return 0;
 }
 
-static int last_ip_update(struct pktq *q, const struct pt_packet_ip *p)
+static inline int last_ip_update(struct pktq *q, const struct pt_packet_ip *p)
 {
 	switch (p->ipc) {
 	case pt_ipc_suppressed:
