@@ -4,7 +4,7 @@
  * The output rules are in include/callstack.h ("Output"); this explains the machinery.
  *
  * Each thread has an internal stack of frames (struct cs_frame) and a log of slots
- * (struct cs_slot), one per slice begun in the current epoch, in begin order, plus the
+ * (struct fxt_packed), one per slice begun in the current epoch, in begin order, plus the
  * end events of slices that are written as begin/end pairs. A frame's slot is filled in
  * when the frame closes: complete event (X) when that is exact, else begin (B) and an END
  * slot appended at that moment, which is the right place in the file for the end event
@@ -51,31 +51,29 @@
 /* The longest x86 instruction: a return lands at most this far after its call. */
 #define X86_MAX_INSN 15
 
+/*
+ * A slot is the FXT writer's packed event (struct fxt_packed: 16 bytes, as the log holds
+ * every slice of an epoch), so that the log goes to the writer as it is: bits 0..47 of bd
+ * ns since the epoch start (begin, or the END's or INSTANT's time), bits 48..63 the depth
+ * on the internal stack; nk the writer string id (INSTANT: index in cs->inst) and the
+ * kind; dur SLOT_X's length in ns, else 0.
+ */
 enum slot_kind {
-	SLOT_PENDING,		/* an open frame's begin; X or B once it closes */
-	SLOT_X,			/* complete event [begin, begin + dur] */
-	SLOT_B,			/* begin event; an END slot follows */
-	SLOT_END,		/* end event at `begin` */
-	SLOT_INSTANT,		/* instant event at `begin`; name is an index in cs->inst */
+	SLOT_PENDING = 0,			/* an open frame's begin; X or B once it closes */
+	SLOT_X = FXT_EVENT_COMPLETE,		/* complete event [begin, begin + dur] */
+	SLOT_B = FXT_EVENT_BEGIN,		/* begin event; an END slot follows */
+	SLOT_END = FXT_EVENT_END,		/* end event at `begin` */
+	SLOT_INSTANT = 4,			/* instant event at `begin`; never to the writer */
 };
 
-#define SLOT_KIND_SHIFT 28
-#define SLOT_NAME_MASK ((1u << SLOT_KIND_SHIFT) - 1)
-#define SLOT_TIME_BITS 48
-#define SLOT_TIME_MAX ((1ULL << SLOT_TIME_BITS) - 1)
-
-/* One event of a thread's log; 16 bytes, as the log holds every slice of an epoch. */
-struct cs_slot {
-	uint64_t bd;		/* bits 0..47: ns since the epoch start (begin, or the END's or
-				 * INSTANT's time); bits 48..63: depth on the internal stack */
-	uint32_t nk;		/* bits 0..27: writer string id (INSTANT: index in cs->inst);
-				 * bits 28..31: enum slot_kind */
-	uint32_t dur;		/* SLOT_X: length in ns; else 0 */
-};
+#define SLOT_KIND_SHIFT FXT_PACKED_TYPE_SHIFT
+#define SLOT_NAME_MASK FXT_PACKED_NAME_MASK
+#define SLOT_TIME_BITS FXT_PACKED_TIME_BITS
+#define SLOT_TIME_MAX FXT_PACKED_TIME_MAX
 
 /* An outermost frame, begun at the epoch start (see the top of the file). */
 struct cs_prefix {
-	struct cs_slot s;	/* its slot; begin 0, depth 0 */
+	struct fxt_packed s;	/* its slot; begin 0, depth 0 */
 	uint32_t found;		/* log length when it was found: it encloses slots before */
 };
 
@@ -115,7 +113,7 @@ struct cs_thread {
 	struct cs_frame *st;	/* internal stack, st[0] outermost */
 	uint32_t depth, capst;	/* frames on it; room for */
 	uint64_t untracked;	/* frames above CS_STACK_LIMIT, only counted */
-	struct cs_slot *log;	/* this epoch's slots, in file order */
+	struct fxt_packed *log;	/* this epoch's slots, in file order */
 	uint32_t nlog, caplog;	/* slots held; room for */
 	struct cs_prefix *pre;	/* outermost frames, in the order found */
 	uint32_t npre, cappre;	/* prefix frames held; room for */
@@ -355,10 +353,10 @@ static HOT uint64_t slot_time(const struct cs_thread *th, uint64_t t)
 	return rel > SLOT_TIME_MAX ? SLOT_TIME_MAX : rel;
 }
 
-static HOT struct cs_slot make_slot(const struct cs_thread *th, uint64_t t, uint32_t depth,
+static HOT struct fxt_packed make_slot(const struct cs_thread *th, uint64_t t, uint32_t depth,
 				enum slot_kind kind, uint32_t name)
 {
-	struct cs_slot s;
+	struct fxt_packed s;
 
 	s.bd = slot_time(th, t) | (uint64_t)(depth > 0xffff ? 0xffff : depth) << SLOT_TIME_BITS;
 	s.nk = (name & SLOT_NAME_MASK) | (uint32_t)kind << SLOT_KIND_SHIFT;
@@ -366,12 +364,12 @@ static HOT struct cs_slot make_slot(const struct cs_thread *th, uint64_t t, uint
 	return s;
 }
 
-static HOT enum slot_kind slot_kind(const struct cs_slot *s)
+static HOT enum slot_kind slot_kind(const struct fxt_packed *s)
 {
 	return (enum slot_kind)(s->nk >> SLOT_KIND_SHIFT);
 }
 
-static HOT void set_kind(struct cs_slot *s, enum slot_kind kind)
+static HOT void set_kind(struct fxt_packed *s, enum slot_kind kind)
 {
 	s->nk = (s->nk & SLOT_NAME_MASK) | (uint32_t)kind << SLOT_KIND_SHIFT;
 }
@@ -397,7 +395,7 @@ static void instant_free(struct cs_instant *in)
  * the epoch began: argument inferred_start says their start is the epoch's, not theirs.
  * The frame at max_depth is the "[depth limit]" marker; argument function names it.
  */
-static int write_slot(struct callstack *cs, struct cs_thread *th, const struct cs_slot *s,
+static int write_slot(struct callstack *cs, struct cs_thread *th, const struct fxt_packed *s,
 		      uint32_t depth, bool prefix)
 {
 	uint64_t t = th->t0 + (s->bd & SLOT_TIME_MAX);
@@ -439,56 +437,39 @@ static int write_slot(struct callstack *cs, struct cs_thread *th, const struct c
 	return fxt_begin_id(cs->w, th->fxt, 0, name, t, args, nargs);
 }
 
-/* Events of one thread handed to the writer at once. */
-#define WRITE_BATCH 256
-
 /*
  * Writes what the thread holds: its prefix frames, outermost first, then its log. The
  * log's slices without arguments (all but instants and the depth-limit marker) go to
- * the writer in batches: the same records as write_slot() one at a time.
+ * the writer as they are, a run at a time: the same records as write_slot() one by one.
  */
 static int write_held(struct callstack *cs, struct cs_thread *th)
 {
-	struct fxt_event batch[WRITE_BATCH];
-	uint32_t m = th->npre, i, j = 0, k, depth, limit = cs->max_depth;
-	uint64_t t0 = th->t0, slices = 0;
-	unsigned nb = 0;
+	uint32_t m = th->npre, i, j = 0, k, run, depth = 0, limit = cs->max_depth;
+	uint64_t slices = 0;
 	int err = 0;
 
 	if (th->nlog + m > cs->st.max_held)
 		cs->st.max_held = th->nlog + m;
 	for (i = m; i-- > 0 && !err;)
 		err = write_slot(cs, th, &th->pre[i].s, m - 1 - i, true);
-	for (k = 0; k < th->nlog && !err; k++) {
-		const struct cs_slot *s = &th->log[k];
-		enum slot_kind kind = slot_kind(s);
-		struct fxt_event *e;
+	for (k = 0; k < th->nlog && !err;) {
+		/* the run up to the next slot that needs write_slot() */
+		for (run = k; k < th->nlog; k++) {
+			const struct fxt_packed *s = &th->log[k];
+			enum slot_kind kind = slot_kind(s);
 
-		while (j < m && th->pre[j].found <= k)
-			j++;
-		depth = (uint32_t)(s->bd >> SLOT_TIME_BITS) + (m - j);
-		if (kind == SLOT_INSTANT || depth >= limit) {
-			if (nb)
-				err = fxt_events_id(cs->w, th->fxt, 0, batch, nb);
-			nb = 0;
-			if (!err)
-				err = write_slot(cs, th, s, depth, false);
-			continue;
+			while (j < m && th->pre[j].found <= k)
+				j++;
+			depth = (uint32_t)(s->bd >> SLOT_TIME_BITS) + (m - j);
+			if (kind == SLOT_INSTANT || depth >= limit)
+				break;
+			slices += kind != SLOT_END;
 		}
-		e = &batch[nb++];
-		e->ts = t0 + (s->bd & SLOT_TIME_MAX);
-		e->end = e->ts + s->dur;	/* SLOT_X's; 0 for the others, and unused */
-		e->name = s->nk & SLOT_NAME_MASK;
-		e->type = kind == SLOT_X ? FXT_EVENT_COMPLETE :
-			  kind == SLOT_END ? FXT_EVENT_END : FXT_EVENT_BEGIN;
-		slices += kind != SLOT_END;
-		if (nb == WRITE_BATCH) {
-			err = fxt_events_id(cs->w, th->fxt, 0, batch, nb);
-			nb = 0;
-		}
+		if (k > run)
+			err = fxt_events_id(cs->w, th->fxt, 0, th->t0, &th->log[run], k - run);
+		if (k < th->nlog && !err)
+			err = write_slot(cs, th, &th->log[k++], depth, false);
 	}
-	if (nb && !err)
-		err = fxt_events_id(cs->w, th->fxt, 0, batch, nb);
 	cs->st.slices += slices;
 	th->nlog = 0;
 	th->npre = 0;
@@ -525,7 +506,7 @@ static int log_grow(struct cs_thread *th)
 {
 	const uintptr_t page = 4096;
 	uint32_t cap = th->caplog ? th->caplog * 2 : 16;
-	struct cs_slot *log;
+	struct fxt_packed *log;
 	uintptr_t from, to;
 
 	if (th->caplog > UINT32_MAX / 2)
@@ -560,7 +541,7 @@ static __attribute__((noinline)) int log_make_room(struct callstack *cs, struct 
 	return 0;
 }
 
-static HOT int log_append(struct callstack *cs, struct cs_thread *th, struct cs_slot s,
+static HOT int log_append(struct callstack *cs, struct cs_thread *th, struct fxt_packed s,
 			  uint32_t *index)
 {
 	int err;
@@ -655,7 +636,7 @@ static int push_root(struct callstack *cs, struct cs_thread *th, uint64_t func, 
 static HOT int pop(struct callstack *cs, struct cs_thread *th, uint64_t t)
 {
 	struct cs_frame *f = &th->st[th->depth - 1];
-	struct cs_slot *s = NULL;
+	struct fxt_packed *s = NULL;
 	bool x = f->inner < t && t - f->begin <= UINT32_MAX;
 	int err = 0;
 

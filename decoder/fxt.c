@@ -1056,68 +1056,73 @@ int fxt_end_id(struct fxt_writer *w, uint32_t thread, uint32_t cat, uint32_t nam
 	return write_event(w, EV_END, thread, cat, name, ts, args, nargs, false, 0);
 }
 
-int fxt_events_id(struct fxt_writer *w, uint32_t thread, uint32_t cat,
-		  const struct fxt_event *ev, unsigned n)
+int fxt_events_id(struct fxt_writer *w, uint32_t thread, uint32_t cat, uint64_t t0,
+		  const struct fxt_packed *ev, unsigned n)
 {
-	static const uint8_t type[] = {
-		[FXT_EVENT_BEGIN] = EV_BEGIN,
-		[FXT_EVENT_END] = EV_END,
-		[FXT_EVENT_COMPLETE] = EV_COMPLETE,
-	};
-	uint64_t hdr, base, *p;
+	/* record type and size in words, by enum fxt_event_type (0: not one) */
+	static const uint8_t type[4] = { 0, EV_COMPLETE, EV_BEGIN, EV_END };
+	static const uint8_t words[4] = { 0, 3, 2, 2 };
+	uint64_t hdr, rel0, *p;
+	struct lru *l;
 	unsigned i;
-	int err;
 
 	if (!w || (n && !ev))
 		return -EINVAL;
-	for (i = 0; i < n; i++)
-		if (ev[i].type >= ARRAY_SIZE(type))
-			return -EINVAL;
 	if (!n)
 		return w->err;
-	if (!plain_event(w, thread, cat, 0, w->base, w->base)) {
-		err = w->err;
-		for (i = 0; i < n && !err; i++)
-			err = write_event(w, type[ev[i].type], thread, cat, ev[i].name, ev[i].ts,
-					  NULL, 0, ev[i].type == FXT_EVENT_COMPLETE, ev[i].end);
+	/*
+	 * Every event of the run is in [t0, t0 + 2^48 + 2^32) ns: if that is in the writer's
+	 * range, no event needs its own check of the time
+	 */
+	if (!plain_event(w, thread, cat, 0, t0, t0) ||
+	    t0 - w->base > (uint64_t)INT64_MAX - (FXT_PACKED_TIME_MAX + UINT32_MAX)) {
+		int err = w->err;
+
+		for (i = 0; i < n && !err; i++) {
+			unsigned k = ev[i].nk >> FXT_PACKED_TYPE_SHIFT;
+			uint64_t ts = t0 + (ev[i].bd & FXT_PACKED_TIME_MAX);
+
+			if (k >= ARRAY_SIZE(type) || !type[k])
+				return -EINVAL;
+			err = write_event(w, type[k], thread, cat, ev[i].nk & FXT_PACKED_NAME_MASK,
+					  ts, NULL, 0, k == FXT_EVENT_COMPLETE, ts + ev[i].dur);
+		}
 		return err;
 	}
 	/* touching the thread once for all: nothing else touches the thread table here */
 	hdr = REC_EVENT | (uint64_t)thr_ref(w, thread) << 24;
-	base = w->base;
+	rel0 = t0 - w->base;
+	l = &w->slru;
 	for (i = 0; i < n; i++) {
-		const struct fxt_event *e = &ev[i];
-		bool complete = e->type == FXT_EVENT_COMPLETE;
-		uint64_t end = complete ? e->end : e->ts, head;
-		struct lru *l = &w->slru;
+		const struct fxt_packed *e = &ev[i];
+		unsigned k = e->nk >> FXT_PACKED_TYPE_SHIFT;
+		uint32_t name = e->nk & FXT_PACKED_NAME_MASK;
+		uint64_t ts = rel0 + (e->bd & FXT_PACKED_TIME_MAX), head;
 		uint16_t nref;
 
-		if (e->name >= w->nstrs || e->ts < base || end < e->ts ||
-		    end - base > (uint64_t)INT64_MAX) {
-			err = write_event(w, type[e->type], thread, cat, e->name, e->ts, NULL, 0,
-					  complete, e->end);
+		if (k >= ARRAY_SIZE(type) || !type[k])
+			return -EINVAL;
+		if (name >= w->nstrs) {
+			int err = write_event(w, type[k], thread, cat, name, ts + w->base, NULL, 0,
+					      k == FXT_EVENT_COMPLETE, ts + w->base + e->dur);
+
 			if (err)
 				return err;
 			continue;
 		}
 		head = hdr | (uint64_t)(cat ? str_ref(w, cat) : 0) << 32;
 		/* str_ref(), its most frequent case spelled out: an index, stamped */
-		nref = w->sidx[e->name];
+		nref = w->sidx[name];
 		if (nref && !l->linked && l->clock != UINT32_MAX)
 			l->stamp[nref] = ++l->clock;
 		else
-			nref = str_ref(w, e->name);
-		head |= (uint64_t)nref << 48;
-		if (complete) {
-			p = out_words(w, 3);
-			p[0] = le(head | 3 << 4 | (uint64_t)EV_COMPLETE << 16);
-			p[1] = le(e->ts - base);
-			p[2] = le(end - base);
-		} else {
-			p = out_words(w, 2);
-			p[0] = le(head | 2 << 4 | (uint64_t)type[e->type] << 16);
-			p[1] = le(e->ts - base);
-		}
+			nref = str_ref(w, name);
+		p = out_words(w, words[k]);
+		p[0] = le(head | (uint64_t)words[k] << 4 | (uint64_t)type[k] << 16 |
+			  (uint64_t)nref << 48);
+		p[1] = le(ts);
+		if (k == FXT_EVENT_COMPLETE)
+			p[2] = le(ts + e->dur);
 	}
 	return w->err;
 }

@@ -359,9 +359,9 @@ static void test_thread_recycling(void **state)
 static void test_string_lru_order(void **state)
 {
 	enum { N = 32767 };
-	struct fxt_event ev[2] = {
-		{ .ts = BASE, .type = FXT_EVENT_BEGIN },
-		{ .ts = BASE + 1, .type = FXT_EVENT_END },
+	struct fxt_packed ev[2] = {
+		{ .bd = 0, .nk = (uint32_t)FXT_EVENT_BEGIN << FXT_PACKED_TYPE_SHIFT },
+		{ .bd = 1, .nk = (uint32_t)FXT_EVENT_END << FXT_PACKED_TYPE_SHIFT },
 	};
 	static uint32_t id[N];
 	uint32_t thr, fresh;
@@ -378,8 +378,9 @@ static void test_string_lru_order(void **state)
 		assert_int_equal(fxt_instant_id(t.w, thr, 0, id[i], BASE, NULL, 0), 0);
 	}
 	for (i = N; i-- > 0;) {
-		ev[0].name = ev[1].name = id[i];
-		assert_int_equal(fxt_events_id(t.w, thr, 0, ev, 2), 0);
+		ev[0].nk = (ev[0].nk & ~FXT_PACKED_NAME_MASK) | id[i];
+		ev[1].nk = (ev[1].nk & ~FXT_PACKED_NAME_MASK) | id[i];
+		assert_int_equal(fxt_events_id(t.w, thr, 0, BASE, ev, 2), 0);
 	}
 	fxt_writer__stats(t.w, &st);
 	assert_int_equal(st.string_records, N);
@@ -407,10 +408,12 @@ static void test_string_lru_order(void **state)
 /* fxt_events_id() writes what the single calls write, byte for byte. */
 static void test_events_batch(void **state)
 {
-	struct fxt_event ev[3] = {
-		{ .ts = BASE + 1, .type = FXT_EVENT_BEGIN },
-		{ .ts = BASE + 2, .end = BASE + 5, .type = FXT_EVENT_COMPLETE },
-		{ .ts = BASE + 9, .type = FXT_EVENT_END },
+	/* the bits above the time are the caller's: ignored */
+	struct fxt_packed ev[3] = {
+		{ .bd = 1 | 5ULL << FXT_PACKED_TIME_BITS,
+		  .nk = (uint32_t)FXT_EVENT_BEGIN << FXT_PACKED_TYPE_SHIFT },
+		{ .bd = 2, .nk = (uint32_t)FXT_EVENT_COMPLETE << FXT_PACKED_TYPE_SHIFT, .dur = 3 },
+		{ .bd = 9, .nk = (uint32_t)FXT_EVENT_END << FXT_PACKED_TYPE_SHIFT },
 	};
 	struct trace a, b;
 	uint32_t thr, f, g;
@@ -428,13 +431,16 @@ static void test_events_batch(void **state)
 	assert_int_equal(fxt_thread_id(b.w, 7, 8, &thr), 0);
 	assert_int_equal(fxt_intern(b.w, "f", &f), 0);
 	assert_int_equal(fxt_intern(b.w, "g", &g), 0);
-	ev[0].name = ev[2].name = f;
-	ev[1].name = g;
-	assert_int_equal(fxt_events_id(b.w, thr, 0, ev, 0), 0);	/* nothing at all */
-	assert_int_equal(fxt_events_id(b.w, thr, 0, ev, 3), 0);
-	ev[0].type = 7;
-	assert_int_equal(fxt_events_id(b.w, thr, 0, ev, 1), -EINVAL);
-	assert_int_equal(fxt_events_id(NULL, thr, 0, ev, 1), -EINVAL);
+	ev[0].nk |= f;
+	ev[1].nk |= g;
+	ev[2].nk |= f;
+	assert_int_equal(fxt_events_id(b.w, thr, 0, BASE, ev, 0), 0);	/* nothing at all */
+	assert_int_equal(fxt_events_id(b.w, thr, 0, BASE, ev, 3), 0);
+	ev[0].nk = 7u << FXT_PACKED_TYPE_SHIFT;
+	assert_int_equal(fxt_events_id(b.w, thr, 0, BASE, ev, 1), -EINVAL);
+	ev[0].nk = 0;	/* a pending slot of the call-stack builder's: no event */
+	assert_int_equal(fxt_events_id(b.w, thr, 0, BASE, ev, 1), -EINVAL);
+	assert_int_equal(fxt_events_id(NULL, thr, 0, BASE, ev, 1), -EINVAL);
 	assert_int_equal(fxt_writer__close(a.w), 0);
 	assert_int_equal(fxt_writer__close(b.w), 0);
 	x = test_read_file(a.path, &nx);
