@@ -1056,12 +1056,37 @@ int fxt_end_id(struct fxt_writer *w, uint32_t thread, uint32_t cat, uint32_t nam
 	return write_event(w, EV_END, thread, cat, name, ts, args, nargs, false, 0);
 }
 
+/* Record type and size in words of a packed event, by enum fxt_event_type (0: not one). */
+static const uint8_t packed_type[4] = { 0, EV_COMPLETE, EV_BEGIN, EV_END };
+static const uint8_t packed_words[4] = { 0, 3, 2, 2 };
+
+/* One packed event, whatever its case (see fxt_events_id()); hdr has its thread's ref. */
+static int packed_one(struct fxt_writer *w, uint64_t hdr, uint32_t thread, uint32_t cat,
+		      uint64_t t0, const struct fxt_packed *e)
+{
+	unsigned k = e->nk >> FXT_PACKED_TYPE_SHIFT;
+	uint32_t name = e->nk & FXT_PACKED_NAME_MASK;
+	uint64_t ts = t0 + (e->bd & FXT_PACKED_TIME_MAX), head, *p;
+
+	if (k >= ARRAY_SIZE(packed_type) || !packed_type[k])
+		return -EINVAL;
+	if (name >= w->nstrs)
+		return write_event(w, packed_type[k], thread, cat, name, ts, NULL, 0,
+				   k == FXT_EVENT_COMPLETE, ts + e->dur);
+	head = hdr | (uint64_t)(cat ? str_ref(w, cat) : 0) << 32;
+	head |= (uint64_t)str_ref(w, name) << 48;
+	p = out_words(w, packed_words[k]);
+	p[0] = le(head | (uint64_t)packed_words[k] << 4 | (uint64_t)packed_type[k] << 16);
+	p[1] = le(ts - w->base);
+	if (k == FXT_EVENT_COMPLETE)
+		p[2] = le(ts + e->dur - w->base);
+	return 0;
+}
+
 int fxt_events_id(struct fxt_writer *w, uint32_t thread, uint32_t cat, uint64_t t0,
 		  const struct fxt_packed *ev, unsigned n)
 {
-	/* record type and size in words, by enum fxt_event_type (0: not one) */
-	static const uint8_t type[4] = { 0, EV_COMPLETE, EV_BEGIN, EV_END };
-	static const uint8_t words[4] = { 0, 3, 2, 2 };
+	const uint8_t *type = packed_type, *words = packed_words;
 	uint64_t hdr, rel0, *p;
 	struct lru *l;
 	unsigned i;
@@ -1082,7 +1107,7 @@ int fxt_events_id(struct fxt_writer *w, uint32_t thread, uint32_t cat, uint64_t 
 			unsigned k = ev[i].nk >> FXT_PACKED_TYPE_SHIFT;
 			uint64_t ts = t0 + (ev[i].bd & FXT_PACKED_TIME_MAX);
 
-			if (k >= ARRAY_SIZE(type) || !type[k])
+			if (k >= ARRAY_SIZE(packed_type) || !type[k])
 				return -EINVAL;
 			err = write_event(w, type[k], thread, cat, ev[i].nk & FXT_PACKED_NAME_MASK,
 					  ts, NULL, 0, k == FXT_EVENT_COMPLETE, ts + ev[i].dur);
@@ -1093,36 +1118,52 @@ int fxt_events_id(struct fxt_writer *w, uint32_t thread, uint32_t cat, uint64_t 
 	hdr = REC_EVENT | (uint64_t)thr_ref(w, thread) << 24;
 	rel0 = t0 - w->base;
 	l = &w->slru;
-	for (i = 0; i < n; i++) {
-		const struct fxt_packed *e = &ev[i];
-		unsigned k = e->nk >> FXT_PACKED_TYPE_SHIFT;
-		uint32_t name = e->nk & FXT_PACKED_NAME_MASK;
-		uint64_t ts = rel0 + (e->bd & FXT_PACKED_TIME_MAX), head;
-		uint16_t nref;
+	for (i = 0; i < n;) {
+		/*
+		 * Records that fit in the buffer as it is (3 words at most each), written with
+		 * no check of room, while their names have indices and the recency order is
+		 * the stamps (no wrap within): str_ref()'s usual case, a stamp each. Anything
+		 * else, and the records near the buffer's end (flushed where out_words() flushes),
+		 * one at a time below.
+		 */
+		unsigned fit = (unsigned)((OUT_BUF - w->len) / 24), end = n - i < fit ? n : i + fit;
+		uint64_t *p0 = (uint64_t *)(w->buf + w->len);
+		uint32_t clock = l->clock;
+		unsigned from = i;
 
-		if (k >= ARRAY_SIZE(type) || !type[k])
-			return -EINVAL;
-		if (name >= w->nstrs) {
-			int err = write_event(w, type[k], thread, cat, name, ts + w->base, NULL, 0,
-					      k == FXT_EVENT_COMPLETE, ts + w->base + e->dur);
+		p = p0;
+		if (!cat && !l->linked && clock <= UINT32_MAX - (end - i)) {
+			/* in locals: the stores through p and stamp could alias them */
+			const uint16_t *sidx = w->sidx;
+			uint32_t *stamp = l->stamp, nstrs = w->nstrs;
+
+			for (; i < end; i++) {
+				const struct fxt_packed *e = &ev[i];
+				unsigned k = e->nk >> FXT_PACKED_TYPE_SHIFT;
+				uint32_t name = e->nk & FXT_PACKED_NAME_MASK;
+				uint64_t ts = rel0 + (e->bd & FXT_PACKED_TIME_MAX);
+				uint16_t nref;
+
+				if (k - 1 >= 3 || name >= nstrs || !(nref = sidx[name]))
+					break;
+				stamp[nref] = ++clock;
+				p[0] = le(hdr | (uint64_t)words[k] << 4 | (uint64_t)type[k] << 16 |
+					  (uint64_t)nref << 48);
+				p[1] = le(ts);
+				p[2] = le(ts + e->dur);	/* overwritten by the next unless complete */
+				p += words[k];
+			}
+			l->clock = clock;
+			w->len += (size_t)(p - p0) * 8;
+			w->st.records += i - from;
+		}
+		if (i < n) {
+			int err = packed_one(w, hdr, thread, cat, t0, &ev[i]);
 
 			if (err)
 				return err;
-			continue;
+			i++;
 		}
-		head = hdr | (uint64_t)(cat ? str_ref(w, cat) : 0) << 32;
-		/* str_ref(), its most frequent case spelled out: an index, stamped */
-		nref = w->sidx[name];
-		if (nref && !l->linked && l->clock != UINT32_MAX)
-			l->stamp[nref] = ++l->clock;
-		else
-			nref = str_ref(w, name);
-		p = out_words(w, words[k]);
-		p[0] = le(head | (uint64_t)words[k] << 4 | (uint64_t)type[k] << 16 |
-			  (uint64_t)nref << 48);
-		p[1] = le(ts);
-		if (k == FXT_EVENT_COMPLETE)
-			p[2] = le(ts + e->dur);
 	}
 	return w->err;
 }
