@@ -865,8 +865,9 @@ static int signal_entry(struct callstack *cs, struct cs_thread *th, uint64_t ip,
 
 /* ---- the API ------------------------------------------------------------------------ */
 
-int callstack__call(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t from, uint64_t to,
-		    uint64_t t)
+/* callstack__call(), every case. */
+static __attribute__((noinline)) int call_any(struct callstack *cs, uint32_t pid, uint32_t tid,
+					      uint64_t from, uint64_t to, uint64_t t)
 {
 	struct cs_sym e;
 	struct cs_thread *th;
@@ -884,8 +885,9 @@ int callstack__call(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t f
 	return push(cs, th, FRAME_CALL, from, e.start ? e.start : to, e.name, t);
 }
 
-int callstack__return(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t from,
-		      uint64_t to, uint64_t t)
+/* callstack__return(), every case. */
+static __attribute__((noinline)) int return_any(struct callstack *cs, uint32_t pid, uint32_t tid,
+						uint64_t from, uint64_t to, uint64_t t)
 {
 	struct cs_sym e;
 	struct cs_thread *th;
@@ -932,6 +934,81 @@ int callstack__return(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t
 	if (!err)
 		err = push_root(cs, th, e.start, e.known ? e.name : cs->id_unknown, t);
 	return fail(cs, err);
+}
+
+/*
+ * The thread of the previous event, if the usual case holds for it: no error, an epoch
+ * open with a frame on top that is not a gap, and time not going back (nothing to clamp).
+ * What enter() does then is nothing but take the time.
+ */
+static HOT struct cs_thread *usual_thread(struct callstack *cs, uint32_t pid, uint32_t tid,
+					  uint64_t t)
+{
+	struct cs_thread *th = cs ? cs->last_th : NULL;
+
+	if (!th || th->pid != pid || th->tid != tid || cs->err || !th->live || t < th->last ||
+	    !th->depth || th->st[th->depth - 1].kind == FRAME_GAP)
+		return NULL;
+	return th;
+}
+
+/*
+ * A call or a return goes through here millions of times: its usual case (see
+ * usual_thread(); a call whose target is in the cache's first way and whose frame is
+ * logged with room in the log; a return to the top frame's call site, no signal handler
+ * open, nothing untracked) is spelled out, the same steps as call_any() and return_any()
+ * take for it; anything else goes to those.
+ */
+int callstack__call(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t from, uint64_t to,
+		    uint64_t t)
+{
+	struct cs_thread *th = usual_thread(cs, pid, tid, t);
+	const struct cs_cache_ent *e;
+	struct cs_frame *f;
+	uint32_t name;
+
+	if (!th || th->depth >= th->capst || th->depth > cs->max_depth ||
+	    th->nlog + th->npre >= cs->max_buffer || th->nlog == th->caplog || to == UINT64_MAX)
+		return call_any(cs, pid, tid, from, to, t);
+	e = &cs->cache[mix(to, pid) & (CS_CACHE_SIZE - 2)];
+	if (e->addr != to || e->pid != pid)
+		return call_any(cs, pid, tid, from, to, t);
+	th->last = t;
+	cs->st.calls++;
+	cs->st.sym_lookups++;
+	name = e->name & ~CACHE_KNOWN;
+	f = &th->st[th->depth];
+	if (f[-1].inner < t)
+		f[-1].inner = t;
+	f->site = from;
+	f->func = e->start ? e->start : to;
+	f->begin = t;
+	f->called = t;
+	f->inner = t;
+	f->name = name;
+	f->kind = FRAME_CALL;
+	f->slot = th->nlog;
+	th->log[th->nlog++] = make_slot(th, t, th->depth, SLOT_PENDING, name);
+	th->depth++;
+	return 0;
+}
+
+int callstack__return(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t from,
+		      uint64_t to, uint64_t t)
+{
+	struct cs_thread *th = usual_thread(cs, pid, tid, t);
+	const struct cs_frame *top;
+
+	if (!th || th->nr_sig || th->untracked)
+		return return_any(cs, pid, tid, from, to, t);
+	top = &th->st[th->depth - 1];
+	if (!returns_to(top->site, to))
+		return return_any(cs, pid, tid, from, to, t);
+	th->last = t;
+	cs->st.returns++;
+	if (t - top->called > cs->st.slowest_ns)
+		note_return(cs, th, th->depth - 1, t);
+	return pop(cs, th, t);
 }
 
 int callstack__jump(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t from, uint64_t to,
