@@ -115,6 +115,9 @@ struct cs_thread {
 	uint64_t untracked;	/* frames above CS_STACK_LIMIT, only counted */
 	struct fxt_packed *log;	/* this epoch's slots, in file order */
 	uint32_t nlog, caplog;	/* slots held; room for */
+	/* of the slots held: the deepest begin or end's depth, how many are ends and instants
+	 * (write_held() hands the log to the writer whole when no slot needs write_slot()) */
+	uint32_t log_deepest, log_ends, log_instants;
 	struct cs_prefix *pre;	/* outermost frames, in the order found */
 	uint32_t npre, cappre;	/* prefix frames held; room for */
 	/* signal delivery (see signal_entry()) */
@@ -452,7 +455,15 @@ static int write_held(struct callstack *cs, struct cs_thread *th)
 		cs->st.max_held = th->nlog + m;
 	for (i = m; i-- > 0 && !err;)
 		err = write_slot(cs, th, &th->pre[i].s, m - 1 - i, true);
-	for (k = 0; k < th->nlog && !err;) {
+	/* no instant, and every slot shallower than the limit even below all prefix frames */
+	if (!err && th->nlog && !th->log_instants && th->log_deepest + m < limit) {
+		err = fxt_events_id(cs->w, th->fxt, 0, th->t0, th->log, th->nlog);
+		slices = th->nlog - th->log_ends;
+		k = th->nlog;
+	} else {
+		k = 0;
+	}
+	for (; k < th->nlog && !err;) {
 		/* the run up to the next slot that needs write_slot() */
 		for (run = k; k < th->nlog; k++) {
 			const struct fxt_packed *s = &th->log[k];
@@ -472,6 +483,7 @@ static int write_held(struct callstack *cs, struct cs_thread *th)
 	}
 	cs->st.slices += slices;
 	th->nlog = 0;
+	th->log_deepest = th->log_ends = th->log_instants = 0;
 	th->npre = 0;
 	return fail(cs, err);
 }
@@ -597,6 +609,8 @@ static HOT int push(struct callstack *cs, struct cs_thread *th, enum frame_kind 
 		err = log_append(cs, th, make_slot(th, t, th->depth, SLOT_PENDING, name), &f->slot);
 		if (err)
 			return err;
+		if (th->depth > th->log_deepest)
+			th->log_deepest = th->depth;
 		/* log_append may have written early: the new frame is then open, not written */
 	}
 	th->depth++;
@@ -654,8 +668,14 @@ static HOT int pop(struct callstack *cs, struct cs_thread *th, uint64_t t)
 	} else if (s) {
 		set_kind(s, SLOT_B);
 	}
-	if (!x)
+	if (!x) {
 		err = log_append(cs, th, make_slot(th, t, th->depth - 1, SLOT_END, f->name), NULL);
+		if (!err) {
+			th->log_ends++;
+			if (th->depth - 1 > th->log_deepest)
+				th->log_deepest = th->depth - 1;
+		}
+	}
 	th->depth--;
 	if (th->depth) {
 		struct cs_frame *p = &th->st[th->depth - 1];
@@ -691,6 +711,7 @@ static int epoch_begin(struct callstack *cs, struct cs_thread *th, uint64_t ip, 
 	th->depth = 0;
 	th->untracked = 0;
 	th->nlog = th->npre = 0;
+	th->log_deepest = th->log_ends = th->log_instants = 0;
 	return push_root(cs, th, e.start, e.known ? e.name : cs->id_unknown, t);
 }
 
@@ -989,6 +1010,8 @@ int callstack__call(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t f
 	f->kind = FRAME_CALL;
 	f->slot = th->nlog;
 	th->log[th->nlog++] = make_slot(th, t, th->depth, SLOT_PENDING, name);
+	if (th->depth > th->log_deepest)
+		th->log_deepest = th->depth;
 	th->depth++;
 	return 0;
 }
@@ -1079,8 +1102,11 @@ int callstack__stop(struct callstack *cs, uint32_t pid, uint32_t tid, enum cs_st
 	switch (why) {
 	case CS_STOP_SYSCALL:
 	case CS_STOP_UNTRACED:
-		th = enter(cs, pid, tid, ip, &t);
-		if (!th)
+		/* what enter() does in the usual case: take the time */
+		th = usual_thread(cs, pid, tid, t);
+		if (th)
+			th->last = t;
+		else if (!(th = enter(cs, pid, tid, ip, &t)))
 			return cs->err;
 		th->stopped = true;
 		th->resume = resume;
@@ -1121,9 +1147,20 @@ int callstack__start(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t 
 
 	if (!cs)
 		return -EINVAL;
-	th = enter(cs, pid, tid, ip, &t);
-	if (!th)
+	/*
+	 * What enter() does in the usual case, tracing resuming after a gap: the time, and
+	 * the gap's frame closes
+	 */
+	th = cs->last_th;
+	if (th && th->pid == pid && th->tid == tid && !cs->err && th->live && t >= th->last &&
+	    th->depth > 1 && th->st[th->depth - 1].kind == FRAME_GAP) {
+		th->last = t;
+		err = pop(cs, th, t);
+		if (err)
+			return err;
+	} else if (!(th = enter(cs, pid, tid, ip, &t))) {
 		return cs->err;
+	}
 	err = signal_entry(cs, th, ip, &handler);
 	if (err)
 		return fail(cs, err);
@@ -1243,7 +1280,9 @@ int callstack__instant(struct callstack *cs, uint32_t pid, uint32_t tid, const c
 	idx = cs->ninst++;
 	cs->inst[idx] = in;
 	note_inner(th, t);
-	return log_append(cs, th, make_slot(th, t, th->depth, SLOT_INSTANT, idx), NULL);
+	err = log_append(cs, th, make_slot(th, t, th->depth, SLOT_INSTANT, idx), NULL);
+	th->log_instants += !err;
+	return err;
 }
 
 /* ---- lifetime ----------------------------------------------------------------------- */
