@@ -974,11 +974,11 @@ static HOT struct cs_thread *usual_thread(struct callstack *cs, uint32_t pid, ui
 }
 
 /*
- * A call or a return goes through here millions of times: its usual case (see
- * usual_thread(); a call whose target is in the cache's first way and whose frame is
- * logged with room in the log; a return to the top frame's call site, no signal handler
- * open, nothing untracked) is spelled out, the same steps as call_any() and return_any()
- * take for it; anything else goes to those.
+ * A call or a return goes through here millions of times: its usual case is spelled out,
+ * the same steps as call_any() and return_any() take for it (see usual_thread(); a call
+ * whose target is in the symbol cache's first way, its frame logged with room in the
+ * log, not logged past the depth limit, or only counted past CS_STACK_LIMIT; a return to
+ * the top frame's call site, or only counted); anything else goes to those.
  */
 int callstack__call(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t from, uint64_t to,
 		    uint64_t t)
@@ -987,12 +987,25 @@ int callstack__call(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t f
 	const struct cs_cache_ent *e;
 	struct cs_frame *f;
 	uint32_t name;
+	bool logged;
 
-	if (!th || th->depth >= th->capst || th->depth > cs->max_depth ||
-	    th->nlog + th->npre >= cs->max_buffer || th->nlog == th->caplog || to == UINT64_MAX)
+	if (!th || to == UINT64_MAX)
 		return call_any(cs, pid, tid, from, to, t);
 	e = &cs->cache[mix(to, pid) & (CS_CACHE_SIZE - 2)];
 	if (e->addr != to || e->pid != pid)
+		return call_any(cs, pid, tid, from, to, t);
+	if (th->depth >= CS_STACK_LIMIT) {
+		/* runaway recursion: only counted */
+		th->last = t;
+		cs->st.calls++;
+		cs->st.sym_lookups++;
+		th->untracked++;
+		cs->st.depth_capped++;
+		return 0;
+	}
+	logged = th->depth <= cs->max_depth;
+	if (th->depth >= th->capst ||
+	    (logged && (th->nlog + th->npre >= cs->max_buffer || th->nlog == th->caplog)))
 		return call_any(cs, pid, tid, from, to, t);
 	th->last = t;
 	cs->st.calls++;
@@ -1008,10 +1021,15 @@ int callstack__call(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t f
 	f->inner = t;
 	f->name = name;
 	f->kind = FRAME_CALL;
-	f->slot = th->nlog;
-	th->log[th->nlog++] = make_slot(th, t, th->depth, SLOT_PENDING, name);
-	if (th->depth > th->log_deepest)
-		th->log_deepest = th->depth;
+	if (logged) {
+		f->slot = th->nlog;
+		th->log[th->nlog++] = make_slot(th, t, th->depth, SLOT_PENDING, name);
+		if (th->depth > th->log_deepest)
+			th->log_deepest = th->depth;
+	} else {
+		f->slot = SLOT_NONE;
+		cs->st.depth_capped++;
+	}
 	th->depth++;
 	return 0;
 }
@@ -1022,8 +1040,15 @@ int callstack__return(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t
 	struct cs_thread *th = usual_thread(cs, pid, tid, t);
 	const struct cs_frame *top;
 
-	if (!th || th->nr_sig || th->untracked)
+	if (!th || (th->untracked && th->nr_sig))
 		return return_any(cs, pid, tid, from, to, t);
+	if (th->untracked) {
+		th->last = t;
+		cs->st.returns++;
+		th->untracked--;
+		return 0;
+	}
+	/* to the top frame's call site: no handler's return, whatever handlers are open */
 	top = &th->st[th->depth - 1];
 	if (!returns_to(top->site, to))
 		return return_any(cs, pid, tid, from, to, t);
