@@ -1115,8 +1115,10 @@ int callstack__jump(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t f
 	return fail(cs, err);
 }
 
-int callstack__stop(struct callstack *cs, uint32_t pid, uint32_t tid, enum cs_stop_reason why,
-		    uint64_t ip, uint64_t resume, uint64_t t)
+/* callstack__stop(), every case. */
+static __attribute__((noinline)) int stop_any(struct callstack *cs, uint32_t pid, uint32_t tid,
+					      enum cs_stop_reason why, uint64_t ip,
+					      uint64_t resume, uint64_t t)
 {
 	struct fxt_arg arg = { .name = "ip", .type = FXT_ARG_POINTER, .u = ip };
 	struct cs_thread *th;
@@ -1127,11 +1129,8 @@ int callstack__stop(struct callstack *cs, uint32_t pid, uint32_t tid, enum cs_st
 	switch (why) {
 	case CS_STOP_SYSCALL:
 	case CS_STOP_UNTRACED:
-		/* what enter() does in the usual case: take the time */
-		th = usual_thread(cs, pid, tid, t);
-		if (th)
-			th->last = t;
-		else if (!(th = enter(cs, pid, tid, ip, &t)))
+		th = enter(cs, pid, tid, ip, &t);
+		if (!th)
 			return cs->err;
 		th->stopped = true;
 		th->resume = resume;
@@ -1163,7 +1162,29 @@ int callstack__stop(struct callstack *cs, uint32_t pid, uint32_t tid, enum cs_st
 	return fail(cs, err);
 }
 
-int callstack__start(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t ip, uint64_t t)
+/*
+ * A system call or untraced code entered, its usual case spelled out (see
+ * usual_thread()): a gap's frame pushed, as stop_any() does.
+ */
+int callstack__stop(struct callstack *cs, uint32_t pid, uint32_t tid, enum cs_stop_reason why,
+		    uint64_t ip, uint64_t resume, uint64_t t)
+{
+	struct cs_thread *th;
+
+	if ((why != CS_STOP_SYSCALL && why != CS_STOP_UNTRACED) ||
+	    !(th = usual_thread(cs, pid, tid, t)))
+		return stop_any(cs, pid, tid, why, ip, resume, t);
+	th->last = t;
+	th->stopped = true;
+	th->resume = resume;
+	cs->st.gaps++;
+	return push(cs, th, FRAME_GAP, 0, 0,
+		    why == CS_STOP_SYSCALL ? cs->id_syscall : cs->id_untraced, t);
+}
+
+/* callstack__start(), every case. */
+static __attribute__((noinline)) int start_any(struct callstack *cs, uint32_t pid, uint32_t tid,
+					       uint64_t ip, uint64_t t)
 {
 	struct cs_sym e;
 	struct cs_thread *th;
@@ -1172,20 +1193,9 @@ int callstack__start(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t 
 
 	if (!cs)
 		return -EINVAL;
-	/*
-	 * What enter() does in the usual case, tracing resuming after a gap: the time, and
-	 * the gap's frame closes
-	 */
-	th = cs->last_th;
-	if (th && th->pid == pid && th->tid == tid && !cs->err && th->live && t >= th->last &&
-	    th->depth > 1 && th->st[th->depth - 1].kind == FRAME_GAP) {
-		th->last = t;
-		err = pop(cs, th, t);
-		if (err)
-			return err;
-	} else if (!(th = enter(cs, pid, tid, ip, &t))) {
+	th = enter(cs, pid, tid, ip, &t);
+	if (!th)
 		return cs->err;
-	}
 	err = signal_entry(cs, th, ip, &handler);
 	if (err)
 		return fail(cs, err);
@@ -1203,6 +1213,41 @@ int callstack__start(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t 
 	}
 	/* a signal handler: called from where the thread was stopped */
 	return handler ? callstack__call(cs, pid, tid, th->resume - 1, ip, t) : 0;
+}
+
+/*
+ * Tracing resumed after a gap, the usual case spelled out: the previous event's thread,
+ * no error, its epoch open with the gap's frame on top of another, the time not going
+ * back, and not a signal handler's entry; the same steps as start_any() takes for it.
+ */
+int callstack__start(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t ip, uint64_t t)
+{
+	struct cs_thread *th = cs ? cs->last_th : NULL;
+	struct cs_sym e;
+	int i, err;
+
+	if (!th || th->pid != pid || th->tid != tid || cs->err || !th->live || t < th->last ||
+	    th->depth < 2 || th->st[th->depth - 1].kind != FRAME_GAP ||
+	    (th->stopped && th->resume && ip != th->resume))
+		return start_any(cs, pid, tid, ip, t);
+	th->last = t;
+	err = pop(cs, th, t);
+	if (err)
+		return err;
+	th->stopped = false;
+	/* resumed elsewhere (left untraced code by returning): back to that frame if known */
+	err = sym_lookup(cs, pid, ip, &e);
+	if (err)
+		return fail(cs, err);
+	if (e.start && th->st[th->depth - 1].func != e.start) {
+		i = frame_running(th, th->depth - 1, e.start);
+		if (i >= 0) {
+			err = pop_to(cs, th, i + 1, t);
+			if (err)
+				return fail(cs, err);
+		}
+	}
+	return 0;
 }
 
 int callstack__error(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t offset,
