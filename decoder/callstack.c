@@ -44,6 +44,8 @@
  */
 #define HOT inline __attribute__((always_inline))
 
+/* Frames below the top that callstack__return() looks at itself for the one returned to. */
+#define UNWIND_NEAR 8
 /* Frames kept on the internal stack; deeper calls are only counted (runaway recursion). */
 #define CS_STACK_LIMIT (1u << 16)
 /* Entries of the (pid, address) -> symbol cache, a power of two. */
@@ -1038,7 +1040,8 @@ int callstack__return(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t
 		      uint64_t to, uint64_t t)
 {
 	struct cs_thread *th = usual_thread(cs, pid, tid, t);
-	const struct cs_frame *top;
+	const struct cs_frame *f;
+	uint32_t i, lowest;
 
 	if (!th || (th->untracked && th->nr_sig))
 		return return_any(cs, pid, tid, from, to, t);
@@ -1048,15 +1051,31 @@ int callstack__return(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t
 		th->untracked--;
 		return 0;
 	}
-	/* to the top frame's call site: no handler's return, whatever handlers are open */
-	top = &th->st[th->depth - 1];
-	if (!returns_to(top->site, to))
+	/*
+	 * To the call site of the top frame, or of one of the few below it (the frames
+	 * above it never returned: pop through to it): no handler's return, whatever
+	 * handlers are open. Deeper than that, return_any() looks.
+	 */
+	f = &th->st[th->depth - 1];
+	if (returns_to(f->site, to)) {
+		th->last = t;
+		cs->st.returns++;
+		if (t - f->called > cs->st.slowest_ns)
+			note_return(cs, th, th->depth - 1, t);
+		return pop(cs, th, t);
+	}
+	lowest = th->depth > UNWIND_NEAR ? th->depth - UNWIND_NEAR : 0;
+	for (i = th->depth - 1; i > lowest && !returns_to(th->st[i - 1].site, to); i--)
+		;
+	if (i == lowest)
 		return return_any(cs, pid, tid, from, to, t);
+	f = &th->st[--i];
 	th->last = t;
 	cs->st.returns++;
-	if (t - top->called > cs->st.slowest_ns)
-		note_return(cs, th, th->depth - 1, t);
-	return pop(cs, th, t);
+	if (t - f->called > cs->st.slowest_ns)
+		note_return(cs, th, i, t);
+	cs->st.unwinds++;
+	return pop_to(cs, th, i, t);
 }
 
 int callstack__jump(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t from, uint64_t to,
