@@ -982,20 +982,33 @@ static HOT struct cs_thread *usual_thread(struct callstack *cs, uint32_t pid, ui
  * log, not logged past the depth limit, or only counted past CS_STACK_LIMIT; a return to
  * the top frame's call site, or only counted); anything else goes to those.
  */
-int callstack__call(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t from, uint64_t to,
-		    uint64_t t)
+/* A frame of callstack__call()'s usual case, begun at `t`; not its slot. */
+static HOT struct cs_frame *call_frame(struct callstack *cs, struct cs_thread *th,
+				       const struct cs_cache_ent *e, uint64_t from,
+				       uint64_t to, uint64_t t)
 {
-	struct cs_thread *th = usual_thread(cs, pid, tid, t);
-	const struct cs_cache_ent *e;
-	struct cs_frame *f;
-	uint32_t name;
-	bool logged;
+	struct cs_frame *f = &th->st[th->depth];
 
-	if (!th || to == UINT64_MAX)
-		return call_any(cs, pid, tid, from, to, t);
-	e = &cs->cache[mix(to, pid) & (CS_CACHE_SIZE - 2)];
-	if (e->addr != to || e->pid != pid)
-		return call_any(cs, pid, tid, from, to, t);
+	th->last = t;
+	cs->st.calls++;
+	cs->st.sym_lookups++;
+	if (f[-1].inner < t)
+		f[-1].inner = t;
+	f->site = from;
+	f->func = e->start ? e->start : to;
+	f->begin = t;
+	f->called = t;
+	f->inner = t;
+	f->name = e->name & ~CACHE_KNOWN;
+	f->kind = FRAME_CALL;
+	return f;
+}
+
+/* callstack__call()'s usual case past the depth limit: the frame is not logged. */
+static __attribute__((noinline)) int call_deep(struct callstack *cs, struct cs_thread *th,
+					       const struct cs_cache_ent *e, uint64_t from,
+					       uint64_t to, uint64_t t)
+{
 	if (th->depth >= CS_STACK_LIMIT) {
 		/* runaway recursion: only counted */
 		th->last = t;
@@ -1005,33 +1018,36 @@ int callstack__call(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t f
 		cs->st.depth_capped++;
 		return 0;
 	}
-	logged = th->depth <= cs->max_depth;
-	if (th->depth >= th->capst ||
-	    (logged && (th->nlog + th->npre >= cs->max_buffer || th->nlog == th->caplog)))
+	if (th->depth >= th->capst)
+		return call_any(cs, th->pid, th->tid, from, to, t);
+	call_frame(cs, th, e, from, to, t)->slot = SLOT_NONE;
+	cs->st.depth_capped++;
+	th->depth++;
+	return 0;
+}
+
+int callstack__call(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t from, uint64_t to,
+		    uint64_t t)
+{
+	struct cs_thread *th = usual_thread(cs, pid, tid, t);
+	const struct cs_cache_ent *e;
+	struct cs_frame *f;
+
+	if (!th || to == UINT64_MAX)
 		return call_any(cs, pid, tid, from, to, t);
-	th->last = t;
-	cs->st.calls++;
-	cs->st.sym_lookups++;
-	name = e->name & ~CACHE_KNOWN;
-	f = &th->st[th->depth];
-	if (f[-1].inner < t)
-		f[-1].inner = t;
-	f->site = from;
-	f->func = e->start ? e->start : to;
-	f->begin = t;
-	f->called = t;
-	f->inner = t;
-	f->name = name;
-	f->kind = FRAME_CALL;
-	if (logged) {
-		f->slot = th->nlog;
-		th->log[th->nlog++] = make_slot(th, t, th->depth, SLOT_PENDING, name);
-		if (th->depth > th->log_deepest)
-			th->log_deepest = th->depth;
-	} else {
-		f->slot = SLOT_NONE;
-		cs->st.depth_capped++;
-	}
+	e = &cs->cache[mix(to, pid) & (CS_CACHE_SIZE - 2)];
+	if (e->addr != to || e->pid != pid)
+		return call_any(cs, pid, tid, from, to, t);
+	if (th->depth > cs->max_depth)
+		return call_deep(cs, th, e, from, to, t);
+	if (th->depth >= th->capst || th->nlog + th->npre >= cs->max_buffer ||
+	    th->nlog == th->caplog)
+		return call_any(cs, pid, tid, from, to, t);
+	f = call_frame(cs, th, e, from, to, t);
+	f->slot = th->nlog;
+	th->log[th->nlog++] = make_slot(th, t, th->depth, SLOT_PENDING, f->name);
+	if (th->depth > th->log_deepest)
+		th->log_deepest = th->depth;
 	th->depth++;
 	return 0;
 }
