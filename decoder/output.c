@@ -439,6 +439,12 @@ static int sink_event(void *ctx, const struct ptd_event *ev)
 		return callstack__call(o->cs, ev->pid, ev->tid, ev->from, ev->to, ev->time);
 	if (ev->kind == PTD_RETURN)
 		return callstack__return(o->cs, ev->pid, ev->tid, ev->from, ev->to, ev->time);
+	/* untraced code (a PLT call into a library not traced) in and out: as often as calls */
+	if (ev->kind == PTD_STOP)
+		return callstack__stop(o->cs, ev->pid, ev->tid, ev->reason, ev->from, ev->to,
+				       ev->time);
+	if (ev->kind == PTD_START)
+		return callstack__start(o->cs, ev->pid, ev->tid, ev->to, ev->time);
 	return cs_event(o, ev);
 }
 
