@@ -1091,7 +1091,14 @@ int callstack__return(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t
 	if (t - f->called > cs->st.slowest_ns)
 		note_return(cs, th, i, t);
 	cs->st.unwinds++;
-	return pop_to(cs, th, i, t);
+	/* pop_to(), inlined: a call less for a few frames */
+	do {
+		int err = pop(cs, th, t);
+
+		if (err)
+			return err;
+	} while (th->depth > i);
+	return 0;
 }
 
 int callstack__jump(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t from, uint64_t to,
