@@ -22,37 +22,52 @@ static uint64_t clock_ns(clockid_t c)
 	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
+/* The longest single sleep of a pause: a share changed meanwhile applies after it. */
+#define CPU_SHARE_SLICE_NS 50000000ull
+
 /*
- * About a quantum of CPU is used up (the kernel checks CPU-clock timers at its ticks, so
- * it may be a tick more): sleep until the CPU used since the last check is `share` of
- * the wall time since then. clock_gettime() and nanosleep() are async-signal-safe.
+ * Sleep until the CPU used since the last check is `share` of the wall time since then,
+ * then start the next check from here. clock_gettime() and nanosleep() are
+ * async-signal-safe: this runs in the timer's signal handler.
  */
+static void pace(struct cpu_share *cs)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+	uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+
+	for (;;) {
+		double share = cs->share;
+		uint64_t due, left;
+		struct timespec ts;
+
+		if (share <= 0 || share >= 1)
+			break;
+		/* rounded up: the held time is never short of CPU / share */
+		due = cs->quantum_wall_ns + (uint64_t)((cpu - cs->quantum_cpu_ns) / share) + 1;
+		if (now >= due)
+			break;
+		left = due - now < CPU_SHARE_SLICE_NS ? due - now : CPU_SHARE_SLICE_NS;
+		ts = (struct timespec){ left / 1000000000ull, left % 1000000000ull };
+		nanosleep(&ts, NULL);
+		cs->slept_ns += clock_ns(CLOCK_MONOTONIC) - now;
+		now = clock_ns(CLOCK_MONOTONIC);
+	}
+	/* the pause's own CPU (signal, sleeps) counts in the next check: none goes unheld */
+	cs->quantum_wall_ns = now;
+	cs->quantum_cpu_ns = cpu;
+}
+
+/* About a quantum of CPU is used up (the kernel checks CPU-clock timers at its ticks, so
+ * it may be a tick more). */
 static void on_quantum(int sig, siginfo_t *si, void *uc)
 {
-	struct cpu_share *cs = held;
-	uint64_t now, due, cpu;
 	int saved = errno;
 
 	(void)sig;
 	(void)si;
 	(void)uc;
-	if (!cs)
-		return;
-	now = clock_ns(CLOCK_MONOTONIC);
-	cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-	if (cs->share > 0 && cs->share < 1) {
-		due = cs->quantum_wall_ns + (uint64_t)((cpu - cs->quantum_cpu_ns) / cs->share);
-		while (now < due && cs->share < 1) {
-			uint64_t left = due - now;
-			struct timespec ts = { left / 1000000000ull, left % 1000000000ull };
-
-			nanosleep(&ts, NULL);
-			cs->slept_ns += clock_ns(CLOCK_MONOTONIC) - now;
-			now = clock_ns(CLOCK_MONOTONIC);
-		}
-	}
-	cs->quantum_wall_ns = now;
-	cs->quantum_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	if (held)
+		pace(held);
 	errno = saved;
 }
 
@@ -105,5 +120,11 @@ void cpu_share__stop(struct cpu_share *cs)
 	}
 	held = NULL;
 	cs->cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - cs->cpu_start_ns;
+	/*
+	 * The CPU since the last check is held too: a run shorter than a quantum and a tick
+	 * (a small decode) would otherwise never be paused, and many of them in a row would
+	 * use what they like.
+	 */
+	pace(cs);
 	cs->wall_ns = clock_ns(CLOCK_MONOTONIC) - cs->wall_start_ns;
 }

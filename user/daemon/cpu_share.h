@@ -4,9 +4,10 @@
  * hooks to yield from): a timer on the thread's own CPU clock (CLOCK_THREAD_CPUTIME_ID)
  * interrupts it after every QUANTUM of CPU, and the signal handler, running in that
  * thread, sleeps until the CPU used since the last check is `share` of the wall time
- * since then. Over any stretch of checks the thread then uses at most `share` of a core
- * (less on a busy host); only the CPU after the last check (a quantum and a kernel tick
- * at most) is unpaced.
+ * since then. cpu_share__stop() makes that check once more for the CPU since the last
+ * one, so from start to stop the thread uses at most `share` of a core (less on a busy
+ * host), however short the run: one shorter than a quantum and a kernel tick, which the
+ * timer never interrupts, pauses at its stop.
  *
  *	cpu_share__start(&cs, 0.25);	in the thread to hold
  *	... any work ...
@@ -38,7 +39,8 @@ struct cpu_share {
 int cpu_share__start(struct cpu_share *cs, double share);
 /* Change the share of the running hold (e.g. 1 to let it finish fast at shutdown). */
 void cpu_share__set(struct cpu_share *cs, double share);
-/* Stop holding; fills cpu_ns. */
+/* Stop holding, after a last pause for the CPU since the last check (none at share 1);
+ * fills cpu_ns and wall_ns (the pause included). */
 void cpu_share__stop(struct cpu_share *cs);
 
 #endif /* PTBPF_DAEMON_CPU_SHARE_H */

@@ -97,7 +97,7 @@ static void *worker_main(void *arg)
 				cpu_share__set(&cs, w->stopping ? 1 : w->share);
 			pthread_mutex_unlock(&w->lock);
 			job->err = ptdecode_capture(job->cap, &o, &job->stats);
-			cpu_share__stop(&cs);	/* no pause after this: the lock is safe */
+			cpu_share__stop(&cs);	/* its last pause, outside the lock; none after it */
 		}
 		pthread_mutex_lock(&w->lock);
 		w->running = NULL;
