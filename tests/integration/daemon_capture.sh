@@ -100,8 +100,10 @@ hostfxt=${man%.json}.fxt
 	{ tail "$TMP/fxtcheck.out"; fail "the daemon's FXT is not valid"; }
 [ "$(stat -c %a "$hostfxt")" = 600 ] || fail "the daemon's FXT is not 0600"
 echo "decode: host: the spooled FXT is valid"
-# its decode was held to the daemon's CPU share: CPU <= 2 % of its wall time, but for
-# what ran after the worker's last check (5 ms of CPU and a kernel tick, <= 10 ms)
+# its decode was held to the daemon's CPU share: CPU <= 2 % of its wall time, the whole
+# of it (the hold's stop pauses for the CPU since its last check), so the worker paused
+# however fast the decode (this one takes a few ms of CPU, under the hold's 5 ms quantum:
+# its timer may never fire) unless its thread ran less than 2 % of the time anyway
 line=$(grep '"rule":"slow-handle","event":"decoded"' "$LOG" | head -1)
 [ -n "$line" ] || fail "no decoded event"
 "$PYTHON" - "$line" <<'PY' || fail "the decode was not held to decode_cpu_share 0.02"
@@ -111,7 +113,8 @@ cpu, wall, paused = e["cpu_ns"], e["wall_ns"], e["paused_ns"]
 print("decode share: %.1f ms CPU in %.1f ms wall (%.3f of a core; held to %.2f), paused %.1f ms"
       % (cpu / 1e6, wall / 1e6, cpu / max(wall, 1), e["cpu_share"], paused / 1e6))
 assert e["cpu_share"] == 0.02, e
-assert cpu <= 0.02 * wall + 15e6, e
+assert cpu <= 0.02 * wall, e
+assert paused > 0, e
 PY
 publish_wait
 [ "$(metric ptbpf_decodes_total'{result="ok"}')" -ge 1 ] || fail "ptbpf_decodes_total"
