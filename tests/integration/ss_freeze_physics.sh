@@ -27,7 +27,12 @@ cap() {
 		{ tail -5 "$TMP/$name.err"; fail "$name: ptbpf"; }
 }
 
-cap uprobe --uprobe "$CHAIN:leaf" --max-snapshots 2 -- "$CHAIN" -n 3
+# 10 ms apart: with MTC timing (the default) a TSC comes only in a PSB+, which the encoder
+# writes every --psb-period bytes or where tracing resumes after a wait longer than MTC's
+# 8 bits span (41 us on this clock), as after the sleep; back to back, the iteration
+# between the hits (about 30 us of trace, a few hundred bytes) may hold no PSB, and both
+# snapshots end at the same last TSC though the second has more trace
+cap uprobe --uprobe "$CHAIN:leaf" --max-snapshots 2 -- "$CHAIN" -n 3 -p 10
 cap latency --uprobe "$CHAIN:level1" --latency-over 100ms -- "$CHAIN" -n 5 -s 3
 cap syscall --syscall-latency-over 100ms --syscall clock_nanosleep -- "$CHAIN" -n 5 -s 3
 cap tracepoint --tracepoint syscalls:sys_enter_clock_nanosleep -- "$CHAIN" -n 2 -s 1
