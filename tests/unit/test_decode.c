@@ -6,8 +6,10 @@
  * uretprobe trampoline), and bad input. Events are read back in the calls format
  * ("PID/TID TIME KIND FROM TO ...").
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -758,6 +760,24 @@ static void add_one_program(struct capture *cap, uint64_t ip)
 	add_aux(cap, 0, en.buf, n);
 }
 
+/*
+ * Threads the decoder starts: this definition stands in for libc's (the decoder library
+ * is linked into this program) and passes each call on to it.
+ */
+static unsigned threads_started;
+
+int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "pthread_create");
+	if (!real)
+		return EAGAIN;
+	__atomic_add_fetch(&threads_started, 1, __ATOMIC_RELAXED);
+	return real(thread, attr, fn, arg);
+}
+
 static int decode_capture(const struct capture *cap, int jobs, struct decode_stats *st)
 {
 	struct decode_opts opts = { .output = out_path, .format = DECODE_CALLS, .jobs = jobs };
@@ -803,7 +823,13 @@ static void test_capture_two_cpus(void **state)
 	add_aux(cap, 0, a.buf, na);
 	add_aux(cap, 1, b.buf, nb);
 
+	threads_started = 0;
 	assert_int_equal(decode_capture(cap, 1, &st), 0);
+	/*
+	 * -j 1 decodes on the calling thread alone: the daemon's decode worker holds that
+	 * thread to budget.decode_cpu_share (its CPU clock), which another thread escapes
+	 */
+	assert_int_equal(threads_started, 0);
 	one = slurp(out_path);
 	for (i = 0; i < nr_evs; i++) {
 		if (strcmp(evs[i].kind, "call"))
@@ -819,6 +845,7 @@ static void test_capture_two_cpus(void **state)
 	assert_int_equal(st.errors, 0);
 	/* the same output with two decoder threads */
 	assert_int_equal(decode_capture(cap, 2, &st), 0);
+	assert_true(threads_started > 0);
 	two = slurp(out_path);
 	assert_string_equal(one, two);
 	free(one);

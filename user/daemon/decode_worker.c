@@ -82,6 +82,8 @@ static void *worker_main(void *arg)
 		 */
 		job->err = cpu_share__start(&cs, share);
 		if (!job->err) {
+			/* -j 1: the decode runs on this thread alone, the one the hold's
+			 * CPU clock counts (test_decode: it starts no thread) */
 			struct decode_opts o = { .output = job->output, .format = DECODE_FXT,
 						 .jobs = 1, .no_fast = job->no_fast,
 						 .verify_fast = job->verify_fast };
