@@ -135,14 +135,22 @@ fi
 cp "$RULES/50-slow.yaml" "$TMP/saved.yaml"
 # written as editors and config tools do, in several steps (create, write, chmod, touch):
 # the directory's events are one batch, so one reload attempt and one count
-: >"$RULES/60-bad.yaml"
-sleep 0.05
-printf 'rules:\n  - name: broken\n    trigger: {uprobe: "%s:no_such_function"}\n' "$SERVER" \
-	>>"$RULES/60-bad.yaml"
-sleep 0.05
-chmod 0600 "$RULES/60-bad.yaml"
-sleep 0.05
-touch "$RULES/60-bad.yaml"
+# (one process, 50 ms apart: the steps are well inside the daemon's 300 ms debounce; as
+# commands, four forks and execs on a loaded machine once took longer and made two batches)
+"$PYTHON" - "$RULES/60-bad.yaml" "$SERVER" <<'PY' || fail "writing the bad drop-in"
+import os, sys, time
+path, server = sys.argv[1], sys.argv[2]
+t0 = time.monotonic()
+open(path, "w").close()
+time.sleep(0.05)
+with open(path, "a") as f:
+    f.write('rules:\n  - name: broken\n    trigger: {uprobe: "%s:no_such_function"}\n' % server)
+time.sleep(0.05)
+os.chmod(path, 0o600)
+time.sleep(0.05)
+os.utime(path)
+print("bad drop-in: 4 changes in %.0f ms" % ((time.monotonic() - t0) * 1e3))
+PY
 wait_log '"event":"reload_failed"' 10 || fail "an invalid drop-in was not refused"
 grep -q '60-bad.yaml:3: rule broken: trigger' "$LOG" ||
 	fail "the reload error does not name the file and line"
