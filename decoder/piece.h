@@ -53,4 +53,11 @@ int ptd_piece_join(const struct ptd_stream *prev, struct ptd_stream *next,
 		   struct ptd_event *first, size_t nr_first, uint64_t blocks_before,
 		   uint64_t add_prev, uint64_t add_next, size_t index, struct ptd_join *j);
 
+/*
+ * PTBPF_SPLIT_TIMES=1: prints "[time] SECONDS WHAT" on stderr (CLOCK_MONOTONIC), to see
+ * where a decode's wall time goes (setup, the pieces, the merge, teardown).
+ */
+void ptd_mark(const char *what);
+bool ptd_marking(void);
+
 #endif /* PTBPF_DECODER_PIECE_H */

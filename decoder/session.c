@@ -22,6 +22,7 @@
 
 #include "array.h"
 #include "log.h"
+#include "piece.h"
 #include "ptd.h"
 #include "symtab.h"
 
@@ -924,6 +925,7 @@ int ptdecode_capture(const struct capture *cap, const struct decode_opts *opts,
 
 	if (!cap || !opts)
 		return -EINVAL;
+	ptd_mark("session");
 	if (stats)
 		memset(stats, 0, sizeof(*stats));
 	if (!cap->pt.present || !cap->nr_aux) {
@@ -1071,12 +1073,15 @@ int ptdecode_capture(const struct capture *cap, const struct decode_opts *opts,
 	oo.cap = oo.trigger ? cap : NULL;
 	if (stats)
 		stats->seconds = ptd_seconds() - t0;
+	ptd_mark("session set up");
 	err = ptd_output_run(&oo, streams, nr_streams, ss.extra, ss.nr_extra, stats);
+	ptd_mark("output closed");
 
 cleanup:
 	for (i = 0; i < nr_streams; i++)
 		ptd_stream_free(streams[i]);
 	free(streams);
 	session_free(&ss);
+	ptd_mark("session freed");
 	return err;
 }

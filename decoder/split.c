@@ -87,6 +87,7 @@ struct merge {
 	size_t reach;			/* the most pieces a worker went past the merge's */
 	bool stop;			/* the merge failed: workers quit */
 	double idle_workers, idle_merge;	/* seconds the threads waited (-vv) */
+	double first_chunk, last_finished;	/* when (PTBPF_SPLIT_TIMES) */
 	int err;			/* first decode allocation error */
 };
 
@@ -181,9 +182,14 @@ static void piece_push(struct merge *m, struct piece *p, struct chunk *c)
 {
 	if (p->s) {
 		p->done_bytes = ptd_stream_done_bytes(p->s);
-		if (ptd_stream_done(p->s))
+		if (ptd_stream_done(p->s)) {
 			p->finished = true;
+			if (ptd_marking())
+				m->last_finished = ptd_seconds();
+		}
 	}
+	if (ptd_marking() && !m->first_chunk)
+		m->first_chunk = ptd_seconds();
 	if (!c)
 		return;
 	if (!c->nr) {
@@ -276,6 +282,7 @@ static void *worker(void *arg)
 		pthread_cond_broadcast(&m->cond);
 	}
 	pthread_mutex_unlock(&m->lock);
+	ptd_mark("worker exits");
 	return NULL;
 }
 
@@ -724,6 +731,30 @@ double ptd_seconds(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+bool ptd_marking(void)
+{
+	static int on = -1;
+
+	if (on < 0)
+		on = getenv("PTBPF_SPLIT_TIMES") && !strcmp(getenv("PTBPF_SPLIT_TIMES"), "1");
+	return on;
+}
+
+static double thread_cpu(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+void ptd_mark(const char *what)
+{
+	if (ptd_marking())
+		fprintf(stderr, "[time] %.6f %s (thread cpu %.6f)\n", ptd_seconds(), what,
+			thread_cpu());
+}
+
 static void progress(struct merge *m, double start, double *last, bool final)
 {
 	uint64_t done = 0, total = 0;
@@ -807,6 +838,7 @@ int ptd_decode_streams(struct ptd_stream **streams, size_t nr, int jobs,
 	pthread_mutex_init(&m.lock, NULL);
 	pthread_mutex_init(&m.free_lock, NULL);
 	pthread_cond_init(&m.cond, NULL);
+	ptd_mark("decode_streams");
 	for (k = 0; k < nr; k++) {
 		m.lanes[k].s = streams[k];
 		/* more threads than streams: the streams split at PSBs, two pieces a thread */
@@ -817,6 +849,7 @@ int ptd_decode_streams(struct ptd_stream **streams, size_t nr, int jobs,
 		pieces += m.lanes[k].nr_pc;
 	}
 
+	ptd_mark("split");
 	/* one piece needs no helper: the merge thread decodes it */
 	if (jobs > (int)pieces)
 		jobs = (int)pieces;
@@ -834,6 +867,7 @@ int ptd_decode_streams(struct ptd_stream **streams, size_t nr, int jobs,
 		}
 	}
 
+	ptd_mark("threads started");
 	for (;;) {
 		const struct ptd_event *best = NULL, *ev;
 		struct lane *bl = NULL;
@@ -862,6 +896,10 @@ int ptd_decode_streams(struct ptd_stream **streams, size_t nr, int jobs,
 	}
 	if (!err)
 		err = m.err;
+	if (ptd_marking())
+		fprintf(stderr, "[time] %.6f first chunk\n[time] %.6f last piece decoded\n",
+			m.first_chunk, m.last_finished);
+	ptd_mark("merge done");
 	if (pieces > nr)
 		dlog("[split: %zu pieces, decoded at most %zu ahead of the merge's, at most %u "
 		     "chunks of %u events held; in %.3f s the decoding threads waited %.3f s for "
@@ -877,6 +915,7 @@ cleanup:
 	pthread_mutex_unlock(&m.lock);
 	for (i = 0; i < nthreads; i++)
 		pthread_join(tids[i], NULL);
+	ptd_mark("joined");
 	for (k = 0; k < nr; k++) {
 		struct lane *l = &m.lanes[k];
 		size_t p;
@@ -893,5 +932,6 @@ cleanup:
 	pthread_mutex_destroy(&m.lock);
 	pthread_mutex_destroy(&m.free_lock);
 	pthread_cond_destroy(&m.cond);
+	ptd_mark("decode_streams freed");
 	return err;
 }
