@@ -251,6 +251,35 @@ static void wait_timed(struct merge *m, double *waited)
 	*waited += ptd_seconds() - t0;
 }
 
+/*
+ * The merge thread has no event to take: it decodes a chunk of what pick() gives (the
+ * piece it waits for first), or waits if every piece in reach is being decoded or done.
+ * With the lock held; 1: it decoded, 0: it waited.
+ */
+static int help_or_wait(struct merge *m)
+{
+	struct piece *p = pick(m);
+	struct chunk *c;
+	int err = 0;
+
+	if (!p) {
+		wait_timed(m, &m->idle_merge);
+		return 0;
+	}
+	p->busy = true;
+	pthread_mutex_unlock(&m->lock);
+	c = decode_chunk(m, p, &err);
+	pthread_mutex_lock(&m->lock);
+	p->busy = false;
+	if (err) {
+		m->err = err;
+		p->finished = true;
+	}
+	piece_push(m, p, c);
+	pthread_cond_broadcast(&m->cond);
+	return 1;
+}
+
 static void *worker(void *arg)
 {
 	struct merge *m = arg;
@@ -531,8 +560,7 @@ static int next_piece(struct merge *m, struct lane *l, bool threaded)
 		pthread_mutex_lock(&m->lock);
 	while (threaded && (next->busy || (!next->head && !next->finished))) {
 		l->wanted = true;
-		pthread_cond_broadcast(&m->cond);
-		wait_timed(m, &m->idle_merge);
+		help_or_wait(m);
 	}
 	l->wanted = false;
 	if (!threaded) {
@@ -661,8 +689,7 @@ static const struct ptd_event *lane_head(struct merge *m, struct lane *l, bool t
 			pthread_mutex_lock(&m->lock);
 			while (!p->head && !p->finished) {
 				l->wanted = true;
-				pthread_cond_broadcast(&m->cond);
-				wait_timed(m, &m->idle_merge);
+				help_or_wait(m);
 			}
 			l->wanted = false;
 		}
@@ -850,7 +877,12 @@ int ptd_decode_streams(struct ptd_stream **streams, size_t nr, int jobs,
 	}
 
 	ptd_mark("split");
-	/* one piece needs no helper: the merge thread decodes it */
+	/*
+	 * One piece needs no helper: the merge thread decodes it. With more, the merge
+	 * thread is one of the `jobs` decoding threads: it decodes whenever it has no event
+	 * to take (help_or_wait()), so that `jobs` threads keep `jobs` cores busy, not one
+	 * more thread than cores, waking each other per chunk.
+	 */
 	if (jobs > (int)pieces)
 		jobs = (int)pieces;
 	m.ahead = (size_t)jobs * AHEAD_PIECES_PER_JOB;
@@ -860,7 +892,7 @@ int ptd_decode_streams(struct ptd_stream **streams, size_t nr, int jobs,
 			err = -ENOMEM;
 			goto cleanup;
 		}
-		for (i = 0; i < jobs; i++) {
+		for (i = 0; i < jobs - 1; i++) {
 			if (pthread_create(&tids[i], NULL, worker, &m))
 				break;
 			nthreads++;
