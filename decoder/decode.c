@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1742,6 +1743,22 @@ static int piece_thread(struct ptd_stream *s)
 	return 0;
 }
 
+void ptd_stream_populate(const struct ptd_stream *s, uint64_t begin, uint64_t end)
+{
+#ifdef MADV_POPULATE_READ
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t a = ((uintptr_t)s->o.buf + begin) & ~(page - 1);
+	uintptr_t b = ((uintptr_t)s->o.buf + end + page - 1) & ~(page - 1);
+
+	if (s->o.populate && b > a)
+		madvise((void *)a, b - a, MADV_POPULATE_READ);
+#else
+	(void)s;
+	(void)begin;
+	(void)end;
+#endif
+}
+
 struct ptd_stream *ptd_piece_new(const struct ptd_stream *parent, uint64_t begin,
 				 uint64_t stop, uint64_t stop_ip, uint64_t end)
 {
@@ -1771,6 +1788,8 @@ struct ptd_stream *ptd_piece_new(const struct ptd_stream *parent, uint64_t begin
 		s->withhold = true;
 	}
 	s->st.bytes = (stop ? stop : parent->o.size) - begin;
+	/* in the thread that decodes it: the pieces' pages are mapped in parallel */
+	ptd_stream_populate(s, begin, end);
 	s->dec = open_decoder(&s->o, end);
 	s->fast = open_fast(&s->o, end);
 	s->on_fast = s->fast != NULL;

@@ -32,6 +32,12 @@ struct decode_stats *ptd_stream_counts(struct ptd_stream *s);
 struct ptd_stream *ptd_piece_new(const struct ptd_stream *parent, uint64_t begin,
 				 uint64_t stop, uint64_t stop_ip, uint64_t end);
 
+/*
+ * With opts.populate, maps the pages of bytes [begin, end) of the stream in one call (a
+ * page faulted in one at a time costs several microseconds on a virtual machine).
+ */
+void ptd_stream_populate(const struct ptd_stream *s, uint64_t begin, uint64_t end);
+
 /* What the sequential decode makes at a seam, for the merge to put between two pieces. */
 struct ptd_join {
 	struct ptd_event ev[2];
@@ -52,6 +58,16 @@ struct ptd_join {
 int ptd_piece_join(const struct ptd_stream *prev, struct ptd_stream *next,
 		   struct ptd_event *first, size_t nr_first, uint64_t blocks_before,
 		   uint64_t add_prev, uint64_t add_next, size_t index, struct ptd_join *j);
+
+/*
+ * Starts decoding `streams` with `jobs` threads (jobs > 1: helpers; the caller's thread
+ * joins in when it calls ptd_decode_streams() with the same streams), so that the
+ * pieces decode while the caller opens the output. 0 or -ENOMEM (then
+ * ptd_decode_streams() starts it itself).
+ */
+int ptd_decode_start(struct ptd_stream **streams, size_t nr, int jobs);
+/* Stops and frees what ptd_decode_start() began, if ptd_decode_streams() did not take it. */
+void ptd_decode_cancel(void);
 
 /*
  * PTBPF_SPLIT_TIMES=1: prints "[time] SECONDS WHAT" on stderr (CLOCK_MONOTONIC), to see

@@ -273,6 +273,9 @@ struct ptd_stream_opts {
 	bool timeless;			/* no usable time: order by position only */
 	bool fast;			/* decode with the fast path (decoder/fastpath.c), the
 					 * block decoder where it cannot */
+	bool populate;			/* buf is a file's mapping not populated yet: the
+					 * thread that decodes a piece populates its pages
+					 * (ptd_stream_populate()) */
 };
 
 struct ptd_stream;

@@ -949,6 +949,7 @@ int ptdecode_capture(const struct capture *cap, const struct decode_opts *opts,
 	err = read_sideband(&ss);
 	if (err)
 		goto cleanup;
+	ptd_mark("sideband read");
 	if (stats) {
 		stats->aux_truncated = ss.aux_truncated;
 		stats->aux_partial = ss.aux_partial;
@@ -999,7 +1000,9 @@ int ptdecode_capture(const struct capture *cap, const struct decode_opts *opts,
 			err = 0;
 		}
 	}
+	ptd_mark("images built");
 	symbols__preload(ss.sy);
+	ptd_mark("symbols preloaded");
 	err = finish_extra(&ss);
 	if (err)
 		goto cleanup;
@@ -1022,7 +1025,9 @@ int ptdecode_capture(const struct capture *cap, const struct decode_opts *opts,
 		err = plan_ranges(&ss, q, sl, win_start, win_end, &ss.ranges[i], &ss.nr_ranges[i]);
 		if (err)
 			goto cleanup;
-		populate(q, ss.ranges[i], ss.nr_ranges[i]);
+		/* a stream that may split: its pieces map their pages (ptd_stream_populate()) */
+		if (opts->jobs <= 1 || ss.ranges[i])
+			populate(q, ss.ranges[i], ss.nr_ranges[i]);
 	}
 	/* a small capture: no fast path, nor capstone (the same output either way) */
 	fast = !opts->no_fast && bytes_to_decode(&ss) >= fast_min_pt();
@@ -1050,6 +1055,7 @@ int ptdecode_capture(const struct capture *cap, const struct decode_opts *opts,
 			.index = (uint32_t)i,
 			.timeless = ss.timeless,
 			.fast = fast,
+			.populate = q->fd >= 0 && opts->jobs > 1 && !ss.ranges[i],
 		};
 		uint64_t t;
 
@@ -1074,10 +1080,15 @@ int ptdecode_capture(const struct capture *cap, const struct decode_opts *opts,
 	if (stats)
 		stats->seconds = ptd_seconds() - t0;
 	ptd_mark("session set up");
+	/* the pieces decode while the output opens (truncating an old file takes a while) */
+	if (ptd_decode_start(streams, nr_streams, opts->jobs > 0 ? opts->jobs : 1))
+		ptd_decode_cancel();
 	err = ptd_output_run(&oo, streams, nr_streams, ss.extra, ss.nr_extra, stats);
 	ptd_mark("output closed");
 
 cleanup:
+	/* before the streams go: the helpers decode pieces of them */
+	ptd_decode_cancel();
 	for (i = 0; i < nr_streams; i++)
 		ptd_stream_free(streams[i]);
 	free(streams);

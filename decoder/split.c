@@ -88,6 +88,11 @@ struct merge {
 	bool stop;			/* the merge failed: workers quit */
 	double idle_workers, idle_merge;	/* seconds the threads waited (-vv) */
 	double first_chunk, last_finished;	/* when (PTBPF_SPLIT_TIMES) */
+	struct ptd_stream **streams;	/* the lanes' */
+	size_t pieces;			/* in all lanes */
+	pthread_t *tids;		/* the helper threads */
+	int nthreads;
+	double start;			/* when it started (progress) */
 	int err;			/* first decode allocation error */
 };
 
@@ -418,45 +423,30 @@ static uint64_t boundary_end(const struct ptd_stream_opts *o, uint64_t psb, uint
 }
 
 /*
- * Splits lane `l`'s stream into at least `n` pieces (more for a long stream: pieces of
- * about MIN_PIECE bytes, so that the window of pieces in flight bounds the memory) at
- * PSBs near equal offsets (a PSB+ that cannot end a piece is passed over); a stream that
- * does not split keeps one piece, itself. 0 or -ENOMEM.
+ * Lane `l`'s stream is split at PSBs near n equal offsets (next_boundary()), the first
+ * piece published as soon as its end is found (split_first()), so that it decodes while
+ * the rest are found (split_rest()).
  */
-static int split(struct lane *l, size_t n)
+struct splitting {
+	size_t n;		/* pieces wanted */
+	size_t i;		/* the next of the n - 1 offsets to look near */
+	uint64_t first;		/* the stream's first PSB: no piece ends before it */
+	uint64_t last;		/* the last piece's start (0: none yet) */
+};
+
+/*
+ * The next piece boundary, looking near the offsets from sp->i on: its PSB's offset in
+ * *at, the end of its PSB+ in *end and its FUP's ip in *ip; false when there is none. A
+ * PSB+ that cannot end a piece is passed over.
+ */
+static bool next_boundary(const struct ptd_stream_opts *o, struct splitting *sp, uint64_t *at,
+			  uint64_t *end, uint64_t *ip)
 {
-	const struct ptd_stream_opts *o = ptd_stream_opts(l->s);
-	uint64_t *at = NULL, *end = NULL, *ip = NULL, first, piece = min_piece();
-	size_t k = 0, i, tries;
 	struct ptd_psb psb;
-	int err = -ENOMEM;
+	size_t tries;
 
-	if (n > 1 && o->size / MIN_PIECE > n)
-		n = o->size / MIN_PIECE;
-	if (n > MAX_PIECES)
-		n = MAX_PIECES;
-	l->pc = calloc(n, sizeof(*l->pc));
-	if (!l->pc)
-		return -ENOMEM;
-	l->nr_pc = 1;
-	l->pc[0].s = l->s;
-	l->split = false;
-	if (n < 2 || o->ranges || o->size < 2 * piece)
-		return 0;
-	at = calloc(n, sizeof(*at));
-	end = calloc(n, sizeof(*end));
-	ip = calloc(n, sizeof(*ip));
-	if (!at || !end || !ip)
-		goto out;
-	err = 0;
-	/* the first piece holds the first PSB: the bytes before it (a ring that wrapped) hold
-	 * no sync point, and a piece without one would decode nothing of its own */
-	if (ptd_psb_next(o->buf, o->size, &o->config, &o->clock, 0, &psb))
-		goto out;
-	first = psb.offset;
-	for (i = 1; i < n; i++) {
-		uint64_t from = o->size / n * i;
-
+	for (; sp->i < sp->n; sp->i++) {
+		uint64_t from = o->size / sp->n * sp->i, e, fup;
 		/*
 		 * A PSB+ with a FUP first: tracing is on there, and the pieces join unless
 		 * something unusual happens at the seam. Without one, the decoder may still
@@ -464,50 +454,131 @@ static int split(struct lane *l, size_t n)
 		 */
 		bool fallback = false;
 		uint64_t fb_at = 0, fb_end = 0;
-		size_t found = k;
 
 		for (tries = 0; tries < 16; tries++) {
 			if (ptd_psb_next(o->buf, o->size, &o->config, &o->clock, from, &psb))
 				break;
 			from = psb.offset + 1;
-			if (psb.offset <= first || (k && psb.offset <= at[k - 1]))
+			if (psb.offset <= sp->first || psb.offset <= sp->last)
 				continue;
-			end[k] = boundary_end(o, psb.offset, &ip[k]);
-			if (end[k] && ip[k]) {
-				at[k++] = psb.offset;
-				break;
+			e = boundary_end(o, psb.offset, &fup);
+			if (e && fup) {
+				*at = psb.offset;
+				*end = e;
+				*ip = fup;
+				sp->i++;
+				return true;
 			}
-			if (end[k] && !fallback) {
+			if (e && !fallback) {
 				fallback = true;
 				fb_at = psb.offset;
-				fb_end = end[k];
+				fb_end = e;
 			}
 		}
-		if (k == found && fallback && (!k || fb_at > at[k - 1])) {
-			at[k] = fb_at;
-			end[k] = fb_end;
-			ip[k++] = 0;
+		if (fallback) {
+			*at = fb_at;
+			*end = fb_end;
+			*ip = 0;
+			sp->i++;
+			return true;
 		}
 	}
-	if (!k)
-		goto out;
-	for (i = 0; i <= k; i++) {
-		struct piece *pc = &l->pc[i];
+	return false;
+}
 
-		pc->s = NULL;	/* piece_open() */
-		pc->parent = l->s;
-		pc->begin = i ? at[i - 1] : 0;
-		pc->stop = i < k ? at[i] : 0;
-		pc->stop_ip = i < k ? ip[i] : 0;
-		pc->end = i < k ? end[i] : o->size;
-	}
-	l->nr_pc = k + 1;
+/*
+ * Ends the lane's open piece (the one after its l->nr_pc whole ones) at the boundary
+ * (at, end, ip), and opens the next, to the end of the stream.
+ */
+static void piece_add(struct lane *l, struct splitting *sp, uint64_t at, uint64_t end,
+		      uint64_t ip)
+{
+	struct piece *pc = &l->pc[l->nr_pc];
+
+	pc->stop = at;
+	pc->stop_ip = ip;
+	pc->end = end;
+	sp->last = at;
+	pc = &l->pc[l->nr_pc + 1];
+	pc->parent = l->s;
+	pc->begin = at;
+	pc->stop = 0;
+	pc->end = ptd_stream_opts(l->s)->size;
+}
+
+/*
+ * Splits lane `l`'s stream into at least `n` pieces (more for a long stream: pieces of
+ * about MIN_PIECE bytes, so that the window of pieces in flight bounds the memory), up
+ * to the end of its first piece: a stream that does not split keeps one piece, itself.
+ * 0 or -ENOMEM.
+ */
+static int split_first(struct lane *l, size_t n, struct splitting *sp)
+{
+	const struct ptd_stream_opts *o = ptd_stream_opts(l->s);
+	uint64_t piece = min_piece(), at, end, ip;
+	struct ptd_psb psb;
+
+	if (n > 1 && o->size / MIN_PIECE > n)
+		n = o->size / MIN_PIECE;
+	if (n > MAX_PIECES)
+		n = MAX_PIECES;
+	memset(sp, 0, sizeof(*sp));
+	l->pc = calloc(n, sizeof(*l->pc));
+	if (!l->pc)
+		return -ENOMEM;
+	l->nr_pc = 1;
+	l->pc[0].s = l->s;
+	l->split = false;
+	if (n < 2 || o->ranges || o->size < 2 * piece)
+		goto whole;
+	/* the first piece holds the first PSB: the bytes before it (a ring that wrapped) hold
+	 * no sync point, and a piece without one would decode nothing of its own */
+	if (ptd_psb_next(o->buf, o->size, &o->config, &o->clock, 0, &psb))
+		goto whole;
+	sp->n = n;
+	sp->i = 1;
+	sp->first = psb.offset;
+	if (!next_boundary(o, sp, &at, &end, &ip))
+		goto whole;
+	l->pc[0].s = NULL;	/* piece_open() */
+	l->pc[0].parent = l->s;
+	l->pc[0].begin = 0;
+	l->nr_pc = 0;
+	piece_add(l, sp, at, end, ip);
+	l->nr_pc = 1;
 	l->split = true;
-out:
-	free(at);
-	free(end);
-	free(ip);
-	return err;
+	return 0;
+whole:
+	sp->n = 0;
+	ptd_stream_populate(l->s, 0, o->size);
+	return 0;
+}
+
+/*
+ * The rest of lane `l`'s pieces (split_first()), each published to the helper threads
+ * as its end is found; the last one ends with the stream.
+ */
+static void split_rest(struct merge *m, struct lane *l, struct splitting *sp, bool threaded)
+{
+	const struct ptd_stream_opts *o = ptd_stream_opts(l->s);
+	uint64_t at, end, ip;
+	bool more = true;
+
+	if (!l->split)
+		return;
+	while (more) {
+		more = next_boundary(o, sp, &at, &end, &ip);
+		if (threaded)
+			pthread_mutex_lock(&m->lock);
+		/* the open piece is whole: it ends at the boundary, or with the stream */
+		if (more)
+			piece_add(l, sp, at, end, ip);
+		l->nr_live = ++l->nr_pc;
+		if (threaded) {
+			pthread_cond_broadcast(&m->cond);
+			pthread_mutex_unlock(&m->lock);
+		}
+	}
 }
 
 /* Is lane `l` split (its pieces are streams of their own)? */
@@ -848,67 +919,174 @@ static void lane_stats(struct lane *l)
 	all->split_redecoded = l->redecoded;
 }
 
-int ptd_decode_streams(struct ptd_stream **streams, size_t nr, int jobs,
-		       const struct ptd_event *extra, size_t nr_extra, const struct ptd_sink *sink,
-		       bool show_progress)
+/*
+ * Frees merge `m` (NULL: none) after its threads stopped; the streams' figures are set
+ * from their pieces'.
+ */
+static void merge_close(struct merge *m)
 {
-	struct merge m = { .nr = nr };
-	pthread_t *tids = NULL;
-	int nthreads = 0, err = 0, i;
-	size_t k, x = 0, pieces = 0;
-	double start = ptd_seconds(), last = 0;
-	unsigned long iter = 0;
+	size_t k;
+	int i;
 
-	m.lanes = calloc(nr ? nr : 1, sizeof(*m.lanes));
-	if (!m.lanes)
-		return -ENOMEM;
-	pthread_mutex_init(&m.lock, NULL);
-	pthread_mutex_init(&m.free_lock, NULL);
-	pthread_cond_init(&m.cond, NULL);
-	ptd_mark("decode_streams");
-	for (k = 0; k < nr; k++) {
-		m.lanes[k].s = streams[k];
-		/* more threads than streams: the streams split at PSBs, two pieces a thread */
-		err = split(&m.lanes[k], jobs > (int)nr ? (size_t)(2 * jobs / (int)nr) : 1);
-		if (err)
-			goto cleanup;
-		m.lanes[k].nr_live = m.lanes[k].nr_pc;
-		pieces += m.lanes[k].nr_pc;
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	m->stop = true;
+	pthread_cond_broadcast(&m->cond);
+	pthread_mutex_unlock(&m->lock);
+	for (i = 0; i < m->nthreads; i++)
+		pthread_join(m->tids[i], NULL);
+	ptd_mark("joined");
+	for (k = 0; k < m->nr; k++) {
+		struct lane *l = &m->lanes[k];
+		size_t p;
+
+		lane_stats(l);
+		for (p = 0; p < l->nr_pc; p++)
+			piece_drop(m, l, &l->pc[p]);
+		free_chunks(l->cur);
+		free(l->pc);
 	}
+	free_chunks(m->free);
+	free(m->tids);
+	free(m->lanes);
+	pthread_mutex_destroy(&m->lock);
+	pthread_mutex_destroy(&m->free_lock);
+	pthread_cond_destroy(&m->cond);
+	free(m);
+	ptd_mark("merge freed");
+}
 
-	ptd_mark("split");
+/*
+ * The merge of `streams`, split into pieces, its helper threads decoding already; 0 or
+ * -ENOMEM.
+ */
+static int merge_open(struct ptd_stream **streams, size_t nr, int jobs, struct merge **out)
+{
+	struct merge *m = calloc(1, sizeof(*m));
+	struct splitting *sp = NULL;
+	size_t k;
+	int err = 0, i;
+
+	*out = NULL;
+	if (!m)
+		return -ENOMEM;
+	m->nr = nr;
+	m->streams = streams;
+	m->start = ptd_seconds();
+	pthread_mutex_init(&m->lock, NULL);
+	pthread_mutex_init(&m->free_lock, NULL);
+	pthread_cond_init(&m->cond, NULL);
+	m->lanes = calloc(nr ? nr : 1, sizeof(*m->lanes));
+	if (!m->lanes) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	sp = calloc(nr ? nr : 1, sizeof(*sp));
+	if (!sp) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	ptd_mark("merge");
+	for (k = 0; k < nr; k++) {
+		struct lane *l = &m->lanes[k];
+
+		l->s = streams[k];
+		/* more threads than streams: the streams split at PSBs, two pieces a thread */
+		err = split_first(l, jobs > (int)nr ? (size_t)(2 * jobs / (int)nr) : 1, &sp[k]);
+		if (err)
+			goto fail;
+		/* a split stream has its first piece now, and one more at least to come */
+		l->nr_live = l->nr_pc;
+		m->pieces += l->split ? 2 : 1;
+	}
+	ptd_mark("first piece");
 	/*
 	 * One piece needs no helper: the merge thread decodes it. With more, the merge
 	 * thread is one of the `jobs` decoding threads: it decodes whenever it has no event
 	 * to take (help_or_wait()), so that `jobs` threads keep `jobs` cores busy, not one
 	 * more thread than cores, waking each other per chunk.
 	 */
-	if (jobs > (int)pieces)
-		jobs = (int)pieces;
-	m.ahead = (size_t)jobs * AHEAD_PIECES_PER_JOB;
+	if (jobs > (int)m->pieces)
+		jobs = (int)m->pieces;
+	m->ahead = (size_t)jobs * AHEAD_PIECES_PER_JOB;
 	if (jobs > 1) {
-		tids = calloc((size_t)jobs, sizeof(*tids));
-		if (!tids) {
+		m->tids = calloc((size_t)jobs, sizeof(*m->tids));
+		if (!m->tids) {
 			err = -ENOMEM;
-			goto cleanup;
+			goto fail;
 		}
 		for (i = 0; i < jobs - 1; i++) {
-			if (pthread_create(&tids[i], NULL, worker, &m))
+			if (pthread_create(&m->tids[i], NULL, worker, m))
 				break;
-			nthreads++;
+			m->nthreads++;
 		}
 	}
-
 	ptd_mark("threads started");
+	m->pieces = 0;
+	for (k = 0; k < nr; k++) {
+		split_rest(m, &m->lanes[k], &sp[k], m->nthreads > 0);
+		m->pieces += m->lanes[k].nr_pc;
+	}
+	ptd_mark("split");
+	free(sp);
+	*out = m;
+	return 0;
+fail:
+	free(sp);
+	merge_close(m);
+	return err;
+}
+
+/*
+ * A merge started ahead of ptd_decode_streams() by ptd_decode_start(), in the thread
+ * that will call it (a daemon decodes several captures at once, each in a thread).
+ */
+static _Thread_local struct merge *started;
+
+int ptd_decode_start(struct ptd_stream **streams, size_t nr, int jobs)
+{
+	ptd_decode_cancel();
+	if (jobs < 2)
+		return 0;
+	return merge_open(streams, nr, jobs, &started);
+}
+
+void ptd_decode_cancel(void)
+{
+	merge_close(started);
+	started = NULL;
+}
+
+int ptd_decode_streams(struct ptd_stream **streams, size_t nr, int jobs,
+		       const struct ptd_event *extra, size_t nr_extra, const struct ptd_sink *sink,
+		       bool show_progress)
+{
+	struct merge *m = NULL;
+	int err = 0;
+	size_t k, x = 0;
+	double last = 0;
+	unsigned long iter = 0;
+
+	ptd_mark("decode_streams");
+	if (started && started->streams == streams && started->nr == nr) {
+		m = started;
+		started = NULL;
+	} else {
+		ptd_decode_cancel();
+		err = merge_open(streams, nr, jobs, &m);
+		if (err)
+			return err;
+	}
 	for (;;) {
 		const struct ptd_event *best = NULL, *ev;
 		struct lane *bl = NULL;
 
 		for (k = 0; k < nr; k++) {
-			ev = lane_head(&m, &m.lanes[k], nthreads > 0);
+			ev = lane_head(m, &m->lanes[k], m->nthreads > 0);
 			if (ev && (!best || before(ev, best))) {
 				best = ev;
-				bl = &m.lanes[k];
+				bl = &m->lanes[k];
 			}
 		}
 		/* sideband goes first among equal times: a COMM names what follows */
@@ -924,46 +1102,21 @@ int ptd_decode_streams(struct ptd_stream **streams, size_t nr, int jobs,
 		if (bl)
 			lane_next(bl);
 		if (show_progress && !(++iter & 0xfff))
-			progress(&m, start, &last, false);
+			progress(m, m->start, &last, false);
 	}
 	if (!err)
-		err = m.err;
+		err = m->err;
 	if (ptd_marking())
 		fprintf(stderr, "[time] %.6f first chunk\n[time] %.6f last piece decoded\n",
-			m.first_chunk, m.last_finished);
+			m->first_chunk, m->last_finished);
 	ptd_mark("merge done");
-	if (pieces > nr)
+	if (m->pieces > nr)
 		dlog("[split: %zu pieces, decoded at most %zu ahead of the merge's, at most %u "
 		     "chunks of %u events held; in %.3f s the decoding threads waited %.3f s for "
-		     "work, the merge %.3f s for events]\n", pieces, m.reach, m.held_peak,
-		     PTD_CHUNK_EVENTS, ptd_seconds() - start, m.idle_workers, m.idle_merge);
+		     "work, the merge %.3f s for events]\n", m->pieces, m->reach, m->held_peak,
+		     PTD_CHUNK_EVENTS, ptd_seconds() - m->start, m->idle_workers, m->idle_merge);
 	if (show_progress)
-		progress(&m, start, &last, true);
-
-cleanup:
-	pthread_mutex_lock(&m.lock);
-	m.stop = true;
-	pthread_cond_broadcast(&m.cond);
-	pthread_mutex_unlock(&m.lock);
-	for (i = 0; i < nthreads; i++)
-		pthread_join(tids[i], NULL);
-	ptd_mark("joined");
-	for (k = 0; k < nr; k++) {
-		struct lane *l = &m.lanes[k];
-		size_t p;
-
-		lane_stats(l);
-		for (p = 0; p < l->nr_pc; p++)
-			piece_drop(&m, l, &l->pc[p]);
-		free_chunks(l->cur);
-		free(l->pc);
-	}
-	free_chunks(m.free);
-	free(tids);
-	free(m.lanes);
-	pthread_mutex_destroy(&m.lock);
-	pthread_mutex_destroy(&m.free_lock);
-	pthread_cond_destroy(&m.cond);
-	ptd_mark("decode_streams freed");
+		progress(m, m->start, &last, true);
+	merge_close(m);
 	return err;
 }
