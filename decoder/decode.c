@@ -1743,6 +1743,32 @@ static int piece_thread(struct ptd_stream *s)
 	return 0;
 }
 
+void ptd_stream_caches_take(struct ptd_stream *s, struct ptd_caches *c)
+{
+	c->classes = s->class_cache;
+	c->fns = s->fn_cache;
+	s->class_cache = NULL;
+	s->fn_cache = NULL;
+}
+
+void ptd_stream_caches_give(struct ptd_stream *s, struct ptd_caches *c)
+{
+	free(s->class_cache);
+	symbols__range_cache_free(s->fn_cache);
+	s->class_cache = c->classes;
+	s->fn_cache = c->fns;
+	c->classes = NULL;
+	c->fns = NULL;
+}
+
+void ptd_caches_free(struct ptd_caches *c)
+{
+	free(c->classes);
+	symbols__range_cache_free(c->fns);
+	c->classes = NULL;
+	c->fns = NULL;
+}
+
 void ptd_stream_populate(const struct ptd_stream *s, uint64_t begin, uint64_t end)
 {
 #ifdef MADV_POPULATE_READ

@@ -33,6 +33,23 @@ struct ptd_stream *ptd_piece_new(const struct ptd_stream *parent, uint64_t begin
 				 uint64_t stop, uint64_t stop_ip, uint64_t end);
 
 /*
+ * A stream's caches of what its branch instructions are and of function ranges: what
+ * they hold depends only on the decode's images and symbols, so that a piece takes
+ * those of a piece before (their pages mapped, their entries warm).
+ */
+struct class_ent;
+struct ptd_caches {
+	struct class_ent *classes;
+	struct symbols_range_cache *fns;
+};
+
+/* Moves s's caches into *c (s makes new ones if it decodes on). */
+void ptd_stream_caches_take(struct ptd_stream *s, struct ptd_caches *c);
+/* s, before it decodes, takes the caches in *c, which is left empty. */
+void ptd_stream_caches_give(struct ptd_stream *s, struct ptd_caches *c);
+void ptd_caches_free(struct ptd_caches *c);
+
+/*
  * With opts.populate, maps the pages of bytes [begin, end) of the stream in one call (a
  * page faulted in one at a time costs several microseconds on a virtual machine).
  */

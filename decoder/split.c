@@ -28,6 +28,8 @@
  * (of more branches) was still decoding waited, a fifth of the time (mruby, -j 2).
  */
 #define MAX_AHEAD 4
+/* Caches of pieces the merge is past, for the pieces made next (piece_open()). */
+#define CACHE_POOL 16
 #define AHEAD_PIECES_PER_JOB 2
 
 struct chunk {
@@ -81,6 +83,8 @@ struct merge {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct chunk *free;		/* recycled chunks (free_lock) */
+	struct ptd_caches caches[CACHE_POOL];	/* recycled caches (free_lock) */
+	unsigned nr_caches;
 	pthread_mutex_t free_lock;
 	size_t ahead;			/* pieces after the current one that may decode */
 	unsigned held, held_peak;	/* chunks queued in all pieces, and the most */
@@ -157,19 +161,44 @@ static void free_chunks(struct chunk *c)
 	}
 }
 
-/* Piece p's stream, made on first use; 0 or -ENOMEM. */
-static int piece_open(struct piece *p)
+/* Piece p's stream, made on first use, with the caches of a piece before; 0 or -ENOMEM. */
+static int piece_open(struct merge *m, struct piece *p)
 {
+	if (p->s)
+		return 0;
+	p->s = ptd_piece_new(p->parent, p->begin, p->stop, p->stop_ip, p->end);
 	if (!p->s)
-		p->s = ptd_piece_new(p->parent, p->begin, p->stop, p->stop_ip, p->end);
-	return p->s ? 0 : -ENOMEM;
+		return -ENOMEM;
+	pthread_mutex_lock(&m->free_lock);
+	if (m->nr_caches)
+		ptd_stream_caches_give(p->s, &m->caches[--m->nr_caches]);
+	pthread_mutex_unlock(&m->free_lock);
+	return 0;
+}
+
+/* The caches of piece p, which the merge is past, for the next piece made. */
+static void piece_caches_put(struct merge *m, struct piece *p)
+{
+	struct ptd_caches c;
+
+	if (!p->s)
+		return;
+	ptd_stream_caches_take(p->s, &c);
+	pthread_mutex_lock(&m->free_lock);
+	if (m->nr_caches < CACHE_POOL) {
+		m->caches[m->nr_caches++] = c;
+		c.classes = NULL;
+		c.fns = NULL;
+	}
+	pthread_mutex_unlock(&m->free_lock);
+	ptd_caches_free(&c);
 }
 
 static struct chunk *decode_chunk(struct merge *m, struct piece *p, int *err)
 {
 	struct chunk *c;
 
-	*err = piece_open(p);
+	*err = piece_open(m, p);
 	if (*err)
 		return NULL;
 	c = get_chunk(m);
@@ -707,6 +736,8 @@ static int next_piece(struct merge *m, struct lane *l, bool threaded)
 			}
 		}
 	}
+	/* prev is merged and joined: its caches go to a piece made later */
+	piece_caches_put(m, prev);
 	l->at++;
 	if (threaded) {
 		pthread_cond_broadcast(&m->cond);
@@ -948,6 +979,8 @@ static void merge_close(struct merge *m)
 		free(l->pc);
 	}
 	free_chunks(m->free);
+	while (m->nr_caches)
+		ptd_caches_free(&m->caches[--m->nr_caches]);
 	free(m->tids);
 	free(m->lanes);
 	pthread_mutex_destroy(&m->lock);
