@@ -949,7 +949,6 @@ int ptdecode_capture(const struct capture *cap, const struct decode_opts *opts,
 	err = read_sideband(&ss);
 	if (err)
 		goto cleanup;
-	ptd_mark("sideband read");
 	if (stats) {
 		stats->aux_truncated = ss.aux_truncated;
 		stats->aux_partial = ss.aux_partial;
@@ -1000,9 +999,7 @@ int ptdecode_capture(const struct capture *cap, const struct decode_opts *opts,
 			err = 0;
 		}
 	}
-	ptd_mark("images built");
 	symbols__preload(ss.sy);
-	ptd_mark("symbols preloaded");
 	err = finish_extra(&ss);
 	if (err)
 		goto cleanup;

@@ -2,9 +2,9 @@
 /*
  * The merge of the streams' events by time, and one CPU's stream on several cores.
  *
- * Each stream (decode.c) produces its events in chunks; worker threads decode chunks
+ * Each stream (decode.c) produces its events in chunks; helper threads decode chunks
  * ahead of the merge, which hands the events of all streams, in time order, to the
- * sink. The order depends only on the events, not on the number of threads. With more
+ * sink, and decodes chunks too whenever it has no event to take (-j N: N threads). The order depends only on the events, not on the number of threads. With more
  * threads than streams, a stream is split at PSBs into pieces decoded in parallel and
  * joined in trace order (ptd_piece_join()), so that its events are those of the
  * sequential decode.
