@@ -83,7 +83,15 @@ int ptd_piece_join(const struct ptd_stream *prev, struct ptd_stream *next,
  * ptd_decode_streams() starts it itself).
  */
 int ptd_decode_start(struct ptd_stream **streams, size_t nr, int jobs);
-/* Stops and frees what ptd_decode_start() began, if ptd_decode_streams() did not take it. */
+/*
+ * Before the session sets up: with jobs > 1 and the fast path, loads capstone in a
+ * thread, so that the first pieces do not wait for it.
+ */
+void ptd_decode_prepare(int jobs, bool fast);
+/*
+ * Stops and frees what ptd_decode_start() began, if ptd_decode_streams() did not take
+ * it, and waits for ptd_decode_prepare()'s thread.
+ */
 void ptd_decode_cancel(void);
 
 /*

@@ -936,6 +936,8 @@ int ptdecode_capture(const struct capture *cap, const struct decode_opts *opts,
 	err = ptd_images_init(&ss.im, opts->sysroot, opts->debug_dir, opts->strict);
 	if (err)
 		return err;
+	/* joined in cleanup (ptd_decode_cancel()) */
+	ptd_decode_prepare(opts->jobs, !opts->no_fast);
 	ptd_images_set_vdso(&ss.im, cap->vdso, cap->vdso_size);
 	config_from_capture(&ss);
 	if (opts->kernel) {

@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "capstone_lazy.h"
 #include "log.h"
 #include "piece.h"
 
@@ -1077,9 +1078,30 @@ fail:
  */
 static _Thread_local struct merge *started;
 
+/*
+ * Capstone, which the fast path's first runs need, loaded by a thread of its own while
+ * the session sets up: a millisecond of relocations the first pieces do not wait for.
+ */
+static _Thread_local pthread_t loader;
+static _Thread_local bool loading;
+
+static void *load_capstone(void *arg)
+{
+	(void)arg;
+	capstone_lazy();
+	return NULL;
+}
+
+void ptd_decode_prepare(int jobs, bool fast)
+{
+	if (jobs > 1 && fast && !loading)
+		loading = !pthread_create(&loader, NULL, load_capstone, NULL);
+}
+
 int ptd_decode_start(struct ptd_stream **streams, size_t nr, int jobs)
 {
-	ptd_decode_cancel();
+	merge_close(started);
+	started = NULL;
 	if (jobs < 2)
 		return 0;
 	return merge_open(streams, nr, jobs, &started);
@@ -1089,6 +1111,9 @@ void ptd_decode_cancel(void)
 {
 	merge_close(started);
 	started = NULL;
+	if (loading)
+		pthread_join(loader, NULL);
+	loading = false;
 }
 
 int ptd_decode_streams(struct ptd_stream **streams, size_t nr, int jobs,
