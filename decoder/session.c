@@ -888,6 +888,17 @@ static uint64_t bytes_to_decode(const struct session *ss)
 	return n;
 }
 
+/* The capture's PT bytes, all of its AUX buffers. */
+static uint64_t aux_bytes(const struct capture *cap)
+{
+	uint64_t n = 0;
+	size_t i;
+
+	for (i = 0; i < cap->nr_aux; i++)
+		n += cap->aux[i].size;
+	return n;
+}
+
 static void session_free(struct session *ss)
 {
 	size_t i;
@@ -936,8 +947,9 @@ int ptdecode_capture(const struct capture *cap, const struct decode_opts *opts,
 	err = ptd_images_init(&ss.im, opts->sysroot, opts->debug_dir, opts->strict);
 	if (err)
 		return err;
-	/* joined in cleanup (ptd_decode_cancel()) */
-	ptd_decode_prepare(opts->jobs, !opts->no_fast);
+	/* joined in cleanup (ptd_decode_cancel()); not for a capture too small for the
+	 * fast path (what it decodes is at most its AUX bytes) */
+	ptd_decode_prepare(opts->jobs, !opts->no_fast && aux_bytes(cap) >= fast_min_pt());
 	ptd_images_set_vdso(&ss.im, cap->vdso, cap->vdso_size);
 	config_from_capture(&ss);
 	if (opts->kernel) {
