@@ -287,19 +287,20 @@ static void wait_timed(struct merge *m, double *waited)
 }
 
 /*
- * The merge thread has no event to take: it decodes a chunk of what pick() gives (the
- * piece it waits for first), or waits if every piece in reach is being decoded or done.
- * With the lock held; 1: it decoded, 0: it waited.
+ * A thread decodes a chunk of what pick() gives it, or waits (adding the seconds to
+ * *idle) if every piece in reach is being decoded or done: the helpers, and the merge
+ * thread when it has no event to take. With the lock held (dropped while it decodes).
  */
-static int help_or_wait(struct merge *m)
+static void decode_or_wait(struct merge *m, double *idle)
 {
 	struct piece *p = pick(m);
 	struct chunk *c;
 	int err = 0;
 
 	if (!p) {
-		wait_timed(m, &m->idle_merge);
-		return 0;
+		/* even when all is decoded: a join may ask for a piece again */
+		wait_timed(m, idle);
+		return;
 	}
 	p->busy = true;
 	pthread_mutex_unlock(&m->lock);
@@ -312,7 +313,6 @@ static int help_or_wait(struct merge *m)
 	}
 	piece_push(m, p, c);
 	pthread_cond_broadcast(&m->cond);
-	return 1;
 }
 
 static void *worker(void *arg)
@@ -320,31 +320,8 @@ static void *worker(void *arg)
 	struct merge *m = arg;
 
 	pthread_mutex_lock(&m->lock);
-	for (;;) {
-		struct piece *p;
-		struct chunk *c;
-		int err = 0;
-
-		if (m->stop)
-			break;
-		p = pick(m);
-		if (!p) {
-			/* even when all is decoded: a join may ask for a piece again */
-			wait_timed(m, &m->idle_workers);
-			continue;
-		}
-		p->busy = true;
-		pthread_mutex_unlock(&m->lock);
-		c = decode_chunk(m, p, &err);
-		pthread_mutex_lock(&m->lock);
-		p->busy = false;
-		if (err) {
-			m->err = err;
-			p->finished = true;
-		}
-		piece_push(m, p, c);
-		pthread_cond_broadcast(&m->cond);
-	}
+	while (!m->stop)
+		decode_or_wait(m, &m->idle_workers);
 	pthread_mutex_unlock(&m->lock);
 	ptd_mark("worker exits");
 	return NULL;
@@ -661,7 +638,7 @@ static int next_piece(struct merge *m, struct lane *l, bool threaded)
 		pthread_mutex_lock(&m->lock);
 	while (threaded && (next->busy || (!next->head && !next->finished))) {
 		l->wanted = true;
-		help_or_wait(m);
+		decode_or_wait(m, &m->idle_merge);
 	}
 	l->wanted = false;
 	if (!threaded) {
@@ -792,7 +769,7 @@ static const struct ptd_event *lane_head(struct merge *m, struct lane *l, bool t
 			pthread_mutex_lock(&m->lock);
 			while (!p->head && !p->finished) {
 				l->wanted = true;
-				help_or_wait(m);
+				decode_or_wait(m, &m->idle_merge);
 			}
 			l->wanted = false;
 		}
@@ -1038,7 +1015,7 @@ static int merge_open(struct ptd_stream **streams, size_t nr, int jobs, struct m
 	/*
 	 * One piece needs no helper: the merge thread decodes it. With more, the merge
 	 * thread is one of the `jobs` decoding threads: it decodes whenever it has no event
-	 * to take (help_or_wait()), so that `jobs` threads keep `jobs` cores busy, not one
+	 * to take (decode_or_wait()), so that `jobs` threads keep `jobs` cores busy, not one
 	 * more thread than cores, waking each other per chunk.
 	 */
 	if (jobs > (int)m->pieces)
