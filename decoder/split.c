@@ -52,6 +52,9 @@ struct piece {
 	unsigned queued;		/* chunks in head..tail */
 	uint64_t done_bytes;		/* its bytes decoded (progress) */
 	bool busy;			/* a thread is decoding it */
+	int owner;			/* the thread that decodes it (decode_or_wait()'s
+					 * self + 1), 0: none yet */
+	int last;			/* the thread that decoded its last chunk (self + 1) */
 	bool finished;			/* fully decoded */
 };
 
@@ -78,6 +81,11 @@ struct lane {
 	uint64_t redecoded;		/* ... and the pieces given up had decoded */
 };
 
+struct helper {
+	struct merge *m;
+	int self;
+};
+
 struct merge {
 	struct lane *lanes;
 	size_t nr;
@@ -90,12 +98,15 @@ struct merge {
 	size_t ahead;			/* pieces after the current one that may decode */
 	unsigned held, held_peak;	/* chunks queued in all pieces, and the most */
 	size_t reach;			/* the most pieces a worker went past the merge's */
+	unsigned moves;			/* chunks decoded on another thread than the piece's
+					 * chunk before (its decoders' caches went cold) */
 	bool stop;			/* the merge failed: workers quit */
 	double idle_workers, idle_merge;	/* seconds the threads waited (-vv) */
 	double first_chunk, last_finished;	/* when (PTBPF_SPLIT_TIMES) */
 	struct ptd_stream **streams;	/* the lanes' */
 	size_t pieces;			/* in all lanes */
 	pthread_t *tids;		/* the helper threads */
+	struct helper *helpers;		/* theirs: 1..; the merge thread is 0 */
 	int nthreads;
 	double start;			/* when it started (progress) */
 	int err;			/* first decode allocation error */
@@ -242,11 +253,14 @@ static void piece_push(struct merge *m, struct piece *p, struct chunk *c)
 }
 
 /*
- * The piece a worker should decode next, or NULL: the merge's current pieces first (the
- * one it waits for before all), each at most MAX_AHEAD chunks ahead; then the pieces
- * after them, decoded whole in the background, m->ahead at most per stream.
+ * The piece thread `self` should decode next, or NULL: its own pieces first (a piece
+ * stays on one core, with its decoders' caches, instead of going back and forth chunk by
+ * chunk), then one no thread began, then another thread's (rather than wait); among
+ * those the merge's current pieces first (the one it waits for before all), each at
+ * most MAX_AHEAD chunks ahead, then the pieces after them, decoded whole in the
+ * background, m->ahead at most per stream.
  */
-static struct piece *pick(struct merge *m)
+static struct piece *pick(struct merge *m, int self)
 {
 	struct piece *best = NULL;
 	size_t i, k, reach = 0;
@@ -256,20 +270,20 @@ static struct piece *pick(struct merge *m)
 		struct lane *l = &m->lanes[i];
 		size_t window = l->at + 1 + m->ahead < l->nr_live ? l->at + 1 + m->ahead : l->nr_live;
 
-		/* the current piece, or (busy or full) the next one that is neither */
 		for (k = l->at; k < window; k++) {
 			struct piece *p = &l->pc[k];
+			bool current = k == l->at;
 			int rank;
 
-			if (p->busy || p->finished || (k == l->at && p->queued >= MAX_AHEAD))
+			if (p->busy || p->finished || (current && p->queued >= MAX_AHEAD))
 				continue;
-			rank = k == l->at ? 2 + l->wanted : 1;
+			rank = p->owner == self + 1 ? 8 : !p->owner ? 4 : 0;
+			rank += current ? 2 + l->wanted : 0;
 			if (rank > best_rank || (rank == best_rank && best && p->queued < best->queued)) {
 				best = p;
 				best_rank = rank;
 				reach = k - l->at;
 			}
-			break;
 		}
 	}
 	if (reach > m->reach)
@@ -291,9 +305,9 @@ static void wait_timed(struct merge *m, double *waited)
  * *idle) if every piece in reach is being decoded or done: the helpers, and the merge
  * thread when it has no event to take. With the lock held (dropped while it decodes).
  */
-static void decode_or_wait(struct merge *m, double *idle)
+static void decode_or_wait(struct merge *m, int self, double *idle)
 {
-	struct piece *p = pick(m);
+	struct piece *p = pick(m, self);
 	struct chunk *c;
 	int err = 0;
 
@@ -303,6 +317,10 @@ static void decode_or_wait(struct merge *m, double *idle)
 		return;
 	}
 	p->busy = true;
+	if (!p->owner)
+		p->owner = self + 1;
+	m->moves += p->last && p->last != self + 1;
+	p->last = self + 1;
 	pthread_mutex_unlock(&m->lock);
 	c = decode_chunk(m, p, &err);
 	pthread_mutex_lock(&m->lock);
@@ -317,11 +335,12 @@ static void decode_or_wait(struct merge *m, double *idle)
 
 static void *worker(void *arg)
 {
-	struct merge *m = arg;
+	struct helper *h = arg;
+	struct merge *m = h->m;
 
 	pthread_mutex_lock(&m->lock);
 	while (!m->stop)
-		decode_or_wait(m, &m->idle_workers);
+		decode_or_wait(m, h->self, &m->idle_workers);
 	pthread_mutex_unlock(&m->lock);
 	ptd_mark("worker exits");
 	return NULL;
@@ -638,7 +657,7 @@ static int next_piece(struct merge *m, struct lane *l, bool threaded)
 		pthread_mutex_lock(&m->lock);
 	while (threaded && (next->busy || (!next->head && !next->finished))) {
 		l->wanted = true;
-		decode_or_wait(m, &m->idle_merge);
+		decode_or_wait(m, 0, &m->idle_merge);
 	}
 	l->wanted = false;
 	if (!threaded) {
@@ -769,7 +788,7 @@ static const struct ptd_event *lane_head(struct merge *m, struct lane *l, bool t
 			pthread_mutex_lock(&m->lock);
 			while (!p->head && !p->finished) {
 				l->wanted = true;
-				decode_or_wait(m, &m->idle_merge);
+				decode_or_wait(m, 0, &m->idle_merge);
 			}
 			l->wanted = false;
 		}
@@ -960,6 +979,7 @@ static void merge_close(struct merge *m)
 	while (m->nr_caches)
 		ptd_caches_free(&m->caches[--m->nr_caches]);
 	free(m->tids);
+	free(m->helpers);
 	free(m->lanes);
 	pthread_mutex_destroy(&m->lock);
 	pthread_mutex_destroy(&m->free_lock);
@@ -1023,12 +1043,14 @@ static int merge_open(struct ptd_stream **streams, size_t nr, int jobs, struct m
 	m->ahead = (size_t)jobs * AHEAD_PIECES_PER_JOB;
 	if (jobs > 1) {
 		m->tids = calloc((size_t)jobs, sizeof(*m->tids));
-		if (!m->tids) {
+		m->helpers = calloc((size_t)jobs, sizeof(*m->helpers));
+		if (!m->tids || !m->helpers) {
 			err = -ENOMEM;
 			goto fail;
 		}
 		for (i = 0; i < jobs - 1; i++) {
-			if (pthread_create(&m->tids[i], NULL, worker, m))
+			m->helpers[i] = (struct helper){ m, i + 1 };
+			if (pthread_create(&m->tids[i], NULL, worker, &m->helpers[i]))
 				break;
 			m->nthreads++;
 		}
@@ -1148,8 +1170,10 @@ int ptd_decode_streams(struct ptd_stream **streams, size_t nr, int jobs,
 	if (m->pieces > nr)
 		dlog("[split: %zu pieces, decoded at most %zu ahead of the merge's, at most %u "
 		     "chunks of %u events held; in %.3f s the decoding threads waited %.3f s for "
-		     "work, the merge %.3f s for events]\n", m->pieces, m->reach, m->held_peak,
-		     PTD_CHUNK_EVENTS, ptd_seconds() - m->start, m->idle_workers, m->idle_merge);
+		     "work, the merge %.3f s for events; %u chunks decoded on another thread than "
+		     "their piece's chunk before]\n", m->pieces, m->reach, m->held_peak,
+		     PTD_CHUNK_EVENTS, ptd_seconds() - m->start, m->idle_workers, m->idle_merge,
+		     m->moves);
 	if (show_progress)
 		progress(m, m->start, &last, true);
 	merge_close(m);
