@@ -512,23 +512,10 @@ int symbols__func_range(struct symbols *sy, int as, uint64_t addr, uint64_t *sta
 /*
  * symbols__func_range() answers by address, for one decoder thread: the jumps of a
  * trace go to the same few thousand targets millions of times, and each miss costs a
- * mapping lookup and two binary searches. Direct-mapped, so its memory is fixed; the
- * answers never go stale, as an address space's mappings do not change during a decode.
+ * mapping lookup and two binary searches. Direct-mapped (ptd.h: the hit in line), so its
+ * memory is fixed; the answers never go stale, as an address space's mappings do not
+ * change during a decode.
  */
-#define RANGE_CACHE_SLOTS 512	/* a power of two: 16 KiB, ~97 % hits on mruby */
-
-struct range_slot {
-	uint64_t addr;
-	uint64_t start, end;
-	int32_t as_plus1;	/* the address space + 1; 0: empty slot */
-	int32_t result;		/* what symbols__func_range() returned */
-};
-
-struct symbols_range_cache {
-	struct range_slot slot[RANGE_CACHE_SLOTS];
-	uint64_t lookups, hits;
-};
-
 struct symbols_range_cache *symbols__range_cache_new(void)
 {
 	return calloc(1, sizeof(struct symbols_range_cache));
@@ -546,22 +533,11 @@ void symbols__range_cache_stats(const struct symbols_range_cache *c, uint64_t *l
 	*hits = c ? c->hits : 0;
 }
 
-int symbols__func_range_cached(struct symbols *sy, struct symbols_range_cache *c, int as,
-			       uint64_t addr, uint64_t *start, uint64_t *end)
+int symbols__func_range_fill(struct symbols *sy, struct symbols_range_cache *c, int as,
+			     uint64_t addr, uint64_t *start, uint64_t *end)
 {
-	struct range_slot *e;
+	struct symbols_range_slot *e = symbols__range_slot(c, as, addr);
 
-	if (!c || as < 0 || as == INT32_MAX)
-		return symbols__func_range(sy, as, addr, start, end);
-	c->lookups++;
-	e = &c->slot[((addr * 0x9e3779b97f4a7c15ull) >> 40 ^ (uint64_t)as) &
-		     (RANGE_CACHE_SLOTS - 1)];
-	if (e->as_plus1 == as + 1 && e->addr == addr) {
-		c->hits++;
-		*start = e->start;
-		*end = e->end;
-		return e->result;
-	}
 	e->result = symbols__func_range(sy, as, addr, start, end);
 	e->addr = addr;
 	e->as_plus1 = as + 1;
