@@ -661,19 +661,33 @@ static uint64_t far_call_next(struct ptd_stream *s)
 	return len ? s->pend.ip + len : 0;
 }
 
+/* The function range holding `addr`: symbols__func_range()'s answer, through the cache. */
+static int fn_lookup(struct ptd_stream *s, uint64_t addr, uint64_t *start, uint64_t *end)
+{
+	if (!s->fn_cache)
+		s->fn_cache = symbols__range_cache_new();	/* NULL: looked up each time */
+	return symbols__func_range_cached(s->o.symbols, s->fn_cache, s->as, addr, start, end);
+}
+
+/* The function the flow is in becomes [start, end) of fn_lookup()'s answer `r`. */
+static void fn_set(struct ptd_stream *s, int r, uint64_t start, uint64_t end)
+{
+	s->fn_start = start;
+	s->fn_end = end;
+	s->fn_valid = r >= 0;
+	s->fn_known = r == 0;
+}
+
 /* The function the flow is in, when not known: the one of `from`, a jump's address. */
 static void fn_from(struct ptd_stream *s, uint64_t from)
 {
+	uint64_t start = 0, end = 0;
 	int r;
 
 	if (s->fn_valid)
 		return;
-	if (!s->fn_cache)
-		s->fn_cache = symbols__range_cache_new();	/* NULL: looked up each time */
-	r = symbols__func_range_cached(s->o.symbols, s->fn_cache, s->as, from, &s->fn_start,
-				       &s->fn_end);
-	s->fn_valid = r >= 0;
-	s->fn_known = r == 0;
+	r = fn_lookup(s, from, &start, &end);
+	fn_set(s, r, start, end);
 }
 
 /*
@@ -691,12 +705,9 @@ static bool jump_leaves(struct ptd_stream *s, uint64_t from, uint64_t to)
 	fn_from(s, from);
 	if (s->fn_valid && to >= s->fn_start && to < s->fn_end)
 		return false;
-	r = symbols__func_range_cached(s->o.symbols, s->fn_cache, s->as, to, &start, &end);
+	r = fn_lookup(s, to, &start, &end);
 	leaves = (s->fn_valid && s->fn_known) || r == 0;
-	s->fn_start = start;
-	s->fn_end = end;
-	s->fn_valid = r >= 0;
-	s->fn_known = r == 0;
+	fn_set(s, r, start, end);
 	return leaves;
 }
 
@@ -819,17 +830,14 @@ static void on_block(struct ptd_stream *s, const struct pt_block *b)
 	}
 }
 
-/* The function of a stretch's first jump (ptd_stretch_lim.range): jump_leaves()'s. */
+/*
+ * The function of a stretch's first jump (ptd_stretch_lim.range): jump_leaves()'s. The
+ * fast path keeps the answer with the run and hands it back (struct ptd_stretch): it
+ * becomes the function the flow is in there (fn_set()).
+ */
 static int stretch_range(void *ctx, uint64_t from, uint64_t *lo, uint64_t *hi)
 {
-	struct ptd_stream *s = ctx;
-
-	fn_from(s, from);
-	if (!s->fn_valid)
-		return -ENOENT;
-	*lo = s->fn_start;
-	*hi = s->fn_end;
-	return 0;
+	return fn_lookup(ctx, from, lo, hi);
 }
 
 /*
@@ -1403,6 +1411,8 @@ static void stream_step(struct ptd_stream *s)
 		status = PTD_FAST_FALLBACK;
 	} else if (stretch_lim(s, &lim, &defer)) {
 		status = ptd_fast_stretch(s->fast, &block, &lim, &stretch);
+		if (stretch.ranged)
+			fn_set(s, stretch.range, stretch.lo, stretch.hi);
 		if (stretch.blocks)
 			on_stretch(s, &stretch, defer);
 	} else {

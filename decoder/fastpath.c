@@ -82,10 +82,21 @@ struct run {
 	bool push;		/* RUN_CALL: pushes its return address (not a call to the
 				 * next instruction, position-independent code) */
 	uint8_t tl_short;	/* tracelets from here too short to pay, in a row (tl_note()) */
-	uint8_t pad[11];	/* to 64 bytes: in the 64-byte aligned cache, a run is one
+	bool fn_cached;		/* the function of end_ip is in the decoder's fn[] (run_range()) */
+	uint8_t pad[10];	/* to 64 bytes: in the 64-byte aligned cache, a run is one
 				 * cache line, a lookup reads one */
 };
 _Static_assert(sizeof(struct run) == 64, "a run is one cache line");
+
+/*
+ * A stretch's range (ptd_stretch_lim.range) as asked of a run's last instruction: asked
+ * once per run, as it depends on nothing but the address space and the address (a stretch
+ * after each call or return asks it, a million times on mruby).
+ */
+struct run_fn {
+	uint64_t lo, hi;
+	int answer;		/* range()'s return */
+};
 
 /*
  * The runs of one decode, shared by all its fast decoders (every stream, every piece of a
@@ -148,6 +159,7 @@ struct ptd_fast {
 	int32_t from_slot;
 
 	struct run *runs;
+	struct run_fn *fn;	/* RUN_CACHE_RUNS, by run index: where runs[i].fn_cached */
 	uint32_t nr_runs;
 	int32_t *hash;		/* run index + 1, 0: empty (open addressing) */
 	uint8_t *lens;		/* instruction lengths of the runs */
@@ -386,6 +398,7 @@ static int32_t run_stored(struct ptd_fast *f)
 	lens = r->lens;
 	*r = sr->r;
 	r->lens = lens;
+	r->fn_cached = false;
 	r->link[0] = r->link[1] = -1;
 	memcpy(f->lens + lens, sr->lens, r->ninsn);
 	f->st.stored++;
@@ -1108,6 +1121,22 @@ static void tl_rec_cond(struct ptd_fast *f, struct tl_rec *rec, const struct run
 	}
 }
 
+/* lim->range's answer for the function of `r`'s last instruction, asked once per run. */
+static int run_range(struct ptd_fast *f, struct run *r, const struct ptd_stretch_lim *lim,
+		     uint64_t *lo, uint64_t *hi)
+{
+	struct run_fn *c = &f->fn[r - f->runs];
+
+	if (!r->fn_cached) {
+		c->lo = c->hi = 0;
+		c->answer = lim->range(lim->ctx, r->end_ip, &c->lo, &c->hi);
+		r->fn_cached = true;
+	}
+	*lo = c->lo;
+	*hi = c->hi;
+	return c->answer;
+}
+
 int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_stretch_lim *lim,
 		     struct ptd_stretch *st)
 {
@@ -1123,6 +1152,7 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 	st->ip = f->ip;
 	st->insns = 0;
 	st->blocks = 0;
+	st->ranged = false;
 	if (f->process_event || !f->enabled || f->mode != ptem_64bit ||
 	    (lim->check_entry && (f->ip < lo || f->ip >= hi)))
 		return ptd_fast_next(f, b);
@@ -1213,8 +1243,14 @@ final_block:
 			keep = true;
 			break;
 		}
-		if (lim->range && !last && lim->range(lim->ctx, r->end_ip, &lo, &hi) < 0)
-			break;
+		if (lim->range && !last) {
+			st->ranged = true;
+			st->range = run_range(f, r, lim, &lo, &hi);
+			st->lo = lo;
+			st->hi = hi;
+			if (st->range < 0)
+				break;
+		}
 		if (f->ip < lo || f->ip >= hi) {
 			keep = true;
 			break;
@@ -1428,6 +1464,7 @@ static void fast_destroy(struct ptd_fast *f)
 	if (f->cs_open)
 		f->csf->close(&f->cs);
 	free(f->runs);
+	free(f->fn);
 	free(f->hash);
 	free(f->lens);
 	free(f->tl);
@@ -1454,6 +1491,7 @@ static struct ptd_fast *fast_recycled(struct ptd_images *im, struct ptd_run_stor
 	keep = *f;
 	memset(f, 0, sizeof(*f));
 	f->runs = keep.runs;
+	f->fn = keep.fn;
 	f->nr_runs = keep.nr_runs;
 	f->hash = keep.hash;
 	f->lens = keep.lens;
@@ -1484,6 +1522,7 @@ struct ptd_fast *ptd_fast_new(const struct pt_config *cfg, struct ptd_images *im
 		if (!f)
 			return NULL;
 		f->runs = aligned_alloc(64, RUN_CACHE_RUNS * sizeof(*f->runs));
+		f->fn = malloc(RUN_CACHE_RUNS * sizeof(*f->fn));
 		f->hash = calloc(RUN_HASH_SLOTS, sizeof(*f->hash));
 		f->lens = malloc(LENS_POOL);
 		if (tracelets_wanted())
@@ -1496,7 +1535,7 @@ struct ptd_fast *ptd_fast_new(const struct pt_config *cfg, struct ptd_images *im
 	f->from_slot = -1;
 	/* the block decoder's queries: the same config, no flags of its own */
 	f->qry = pktq_new(cfg, pktq_engine_from_env());
-	if (!f->qry || !f->runs || !f->hash || !f->lens) {
+	if (!f->qry || !f->runs || !f->fn || !f->hash || !f->lens) {
 		ptd_fast_free(f);
 		return NULL;
 	}
@@ -1532,7 +1571,7 @@ void ptd_fast_free(struct ptd_fast *f)
 	f->qry = NULL;
 	/* the cache: for the decode's next fast decoder, if there is room */
 	st = f->store;
-	if (st && f->runs && f->hash && f->lens) {
+	if (st && f->runs && f->fn && f->hash && f->lens) {
 		struct ptd_images *im = f->im;
 		bool kept = false;
 

@@ -74,8 +74,10 @@ struct ptd_stretch_lim {
 				 * it is such a jump, not yet judged */
 	/*
 	 * NULL: [lo, hi) is known. Else it is asked at the first jump, of the function of
-	 * that jump's address (the caller's jump_leaves()): 0 and the range, or < 0 when
-	 * no range would make that jump quiet.
+	 * that jump's address (the caller's jump_leaves()): >= 0 and the range, or < 0 when
+	 * no range would make that jump quiet. Its answer must depend on nothing but the
+	 * address space and the address: it is kept with the run (asked once per run), and
+	 * handed back in struct ptd_stretch.
 	 */
 	int (*range)(void *ctx, uint64_t from, uint64_t *lo, uint64_t *hi);
 	void *ctx;
@@ -88,6 +90,10 @@ struct ptd_stretch {
 	uint64_t end_ip;	/* its last instruction (a jump); valid if blocks */
 	int isid;		/* that instruction's libipt section */
 	enum pt_insn_class iclass;	/* and class (ptic_cond_jump or ptic_jump) */
+	/* the stretch asked lim->range (whether it has blocks or not): its answer */
+	bool ranged;
+	int range;
+	uint64_t lo, hi;
 };
 
 int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *block, const struct ptd_stretch_lim *lim,
