@@ -76,26 +76,33 @@ struct run {
 	uint32_t lens;		/* index of its instruction lengths in the pool */
 	int32_t link[2];	/* the run reached after it: [taken] for a conditional
 				 * branch, [0] else; -1: not known yet */
+	/*
+	 * The function of end_ip as the stretch's range (run_range()) asked it, in the run's
+	 * own cache line: [end_ip - fn_below, end_ip + fn_above), the answer fn_answer.
+	 */
+	uint32_t fn_below, fn_above;
 	uint8_t kind;		/* enum run_kind */
 	uint8_t iclass;		/* libipt's class of the last instruction */
 	uint8_t size;		/* its length */
 	bool push;		/* RUN_CALL: pushes its return address (not a call to the
 				 * next instruction, position-independent code) */
 	uint8_t tl_short;	/* tracelets from here too short to pay, in a row (tl_note()) */
-	bool fn_cached;		/* the function of end_ip is in the decoder's fn[] (run_range()) */
-	uint8_t pad[10];	/* to 64 bytes: in the 64-byte aligned cache, a run is one
+	int8_t fn_answer;	/* (see fn_below) */
+	uint8_t fn_state;	/* enum run_fn_state */
+	uint8_t pad;		/* to 64 bytes: in the 64-byte aligned cache, a run is one
 				 * cache line, a lookup reads one */
 };
 _Static_assert(sizeof(struct run) == 64, "a run is one cache line");
 
 /*
- * A stretch's range (ptd_stretch_lim.range) as asked of a run's last instruction: asked
- * once per run, as it depends on nothing but the address space and the address (a stretch
- * after each call or return asks it, a million times on mruby).
+ * A stretch's range (ptd_stretch_lim.range) asked of a run's last instruction is kept
+ * with the run, as it depends on nothing but the address space and the address (a
+ * stretch after each call or return asks it, a million times on mruby).
  */
-struct run_fn {
-	uint64_t lo, hi;
-	int answer;		/* range()'s return */
+enum run_fn_state {
+	RUN_FN_UNKNOWN,		/* not asked yet */
+	RUN_FN_KEPT,		/* fn_below, fn_above and fn_answer hold the answer */
+	RUN_FN_ASK,		/* an answer the run cannot hold (a range over 4 GiB): ask */
 };
 
 /*
@@ -159,7 +166,6 @@ struct ptd_fast {
 	int32_t from_slot;
 
 	struct run *runs;
-	struct run_fn *fn;	/* RUN_CACHE_RUNS, by run index: where runs[i].fn_cached */
 	uint32_t nr_runs;
 	int32_t *hash;		/* run index + 1, 0: empty (open addressing) */
 	uint8_t *lens;		/* instruction lengths of the runs */
@@ -398,7 +404,7 @@ static int32_t run_stored(struct ptd_fast *f)
 	lens = r->lens;
 	*r = sr->r;
 	r->lens = lens;
-	r->fn_cached = false;
+	r->fn_state = RUN_FN_UNKNOWN;
 	r->link[0] = r->link[1] = -1;
 	memcpy(f->lens + lens, sr->lens, r->ninsn);
 	f->st.stored++;
@@ -1122,19 +1128,30 @@ static void tl_rec_cond(struct ptd_fast *f, struct tl_rec *rec, const struct run
 }
 
 /* lim->range's answer for the function of `r`'s last instruction, asked once per run. */
-static int run_range(struct ptd_fast *f, struct run *r, const struct ptd_stretch_lim *lim,
-		     uint64_t *lo, uint64_t *hi)
+static int run_range(struct run *r, const struct ptd_stretch_lim *lim, uint64_t *lo,
+		     uint64_t *hi)
 {
-	struct run_fn *c = &f->fn[r - f->runs];
+	uint64_t at = r->end_ip;
+	int answer;
 
-	if (!r->fn_cached) {
-		c->lo = c->hi = 0;
-		c->answer = lim->range(lim->ctx, r->end_ip, &c->lo, &c->hi);
-		r->fn_cached = true;
+	if (r->fn_state == RUN_FN_KEPT) {
+		*lo = at - r->fn_below;
+		*hi = at + r->fn_above;
+		return r->fn_answer;
 	}
-	*lo = c->lo;
-	*hi = c->hi;
-	return c->answer;
+	*lo = *hi = 0;
+	answer = lim->range(lim->ctx, at, lo, hi);
+	if (r->fn_state == RUN_FN_ASK)
+		return answer;
+	r->fn_state = RUN_FN_ASK;
+	if (answer >= INT8_MIN && answer <= INT8_MAX && *lo <= at && *hi >= at &&
+	    at - *lo <= UINT32_MAX && *hi - at <= UINT32_MAX) {
+		r->fn_below = (uint32_t)(at - *lo);
+		r->fn_above = (uint32_t)(*hi - at);
+		r->fn_answer = (int8_t)answer;
+		r->fn_state = RUN_FN_KEPT;
+	}
+	return answer;
 }
 
 int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_stretch_lim *lim,
@@ -1245,7 +1262,7 @@ final_block:
 		}
 		if (lim->range && !last) {
 			st->ranged = true;
-			st->range = run_range(f, r, lim, &lo, &hi);
+			st->range = run_range(r, lim, &lo, &hi);
 			st->lo = lo;
 			st->hi = hi;
 			if (st->range < 0)
@@ -1464,7 +1481,6 @@ static void fast_destroy(struct ptd_fast *f)
 	if (f->cs_open)
 		f->csf->close(&f->cs);
 	free(f->runs);
-	free(f->fn);
 	free(f->hash);
 	free(f->lens);
 	free(f->tl);
@@ -1491,7 +1507,6 @@ static struct ptd_fast *fast_recycled(struct ptd_images *im, struct ptd_run_stor
 	keep = *f;
 	memset(f, 0, sizeof(*f));
 	f->runs = keep.runs;
-	f->fn = keep.fn;
 	f->nr_runs = keep.nr_runs;
 	f->hash = keep.hash;
 	f->lens = keep.lens;
@@ -1522,7 +1537,6 @@ struct ptd_fast *ptd_fast_new(const struct pt_config *cfg, struct ptd_images *im
 		if (!f)
 			return NULL;
 		f->runs = aligned_alloc(64, RUN_CACHE_RUNS * sizeof(*f->runs));
-		f->fn = malloc(RUN_CACHE_RUNS * sizeof(*f->fn));
 		f->hash = calloc(RUN_HASH_SLOTS, sizeof(*f->hash));
 		f->lens = malloc(LENS_POOL);
 		if (tracelets_wanted())
@@ -1535,7 +1549,7 @@ struct ptd_fast *ptd_fast_new(const struct pt_config *cfg, struct ptd_images *im
 	f->from_slot = -1;
 	/* the block decoder's queries: the same config, no flags of its own */
 	f->qry = pktq_new(cfg, pktq_engine_from_env());
-	if (!f->qry || !f->runs || !f->fn || !f->hash || !f->lens) {
+	if (!f->qry || !f->runs || !f->hash || !f->lens) {
 		ptd_fast_free(f);
 		return NULL;
 	}
@@ -1571,7 +1585,7 @@ void ptd_fast_free(struct ptd_fast *f)
 	f->qry = NULL;
 	/* the cache: for the decode's next fast decoder, if there is room */
 	st = f->store;
-	if (st && f->runs && f->fn && f->hash && f->lens) {
+	if (st && f->runs && f->hash && f->lens) {
 		struct ptd_images *im = f->im;
 		bool kept = false;
 
