@@ -218,27 +218,36 @@ uint64_t ptd_clock_ns(const struct ptd_clock *c, uint64_t tsc)
 	return c->zero + quot * c->mult + ((rem * c->mult) >> c->shift);
 }
 
-/*
- * The time at the decoder's position, asked of libipt only when an event needs it:
- * most blocks end in a conditional branch that makes no event.
- */
-static uint64_t now(struct ptd_stream *s)
+/* now() when the time is stale, with a clock: asked of the decoder. */
+static uint64_t now_asked(struct ptd_stream *s)
 {
 	uint32_t lost_mtc, lost_cyc;
 	uint64_t tsc;
 
-	if (!s->time_stale)
-		return s->now;
 	s->time_stale = false;
-	if (s->o.timeless) {
-		/* no clock: instructions stand in for nanoseconds */
-		s->now = s->st.insns;
-	} else if ((s->on_fast ? ptd_fast_time(s->fast, &tsc, &lost_mtc, &lost_cyc)
-			       : pt_blk_time(s->dec, &tsc, &lost_mtc, &lost_cyc)) >= 0 &&
-		   tsc != s->last_tsc) {
+	if ((s->on_fast ? ptd_fast_time(s->fast, &tsc, &lost_mtc, &lost_cyc)
+			: pt_blk_time(s->dec, &tsc, &lost_mtc, &lost_cyc)) >= 0 &&
+	    tsc != s->last_tsc) {
 		s->last_tsc = tsc;
 		s->now = ptd_clock_ns(&s->o.clock, tsc);
 	}
+	return s->now;
+}
+
+/*
+ * The time at the decoder's position, asked of libipt only when an event needs it:
+ * most blocks end in a conditional branch that makes no event. Without a clock it is
+ * the instruction count, in line (every call and return asks).
+ */
+static inline uint64_t now(struct ptd_stream *s)
+{
+	if (!s->time_stale)
+		return s->now;
+	if (!s->o.timeless)
+		return now_asked(s);
+	/* no clock: instructions stand in for nanoseconds */
+	s->time_stale = false;
+	s->now = s->st.insns;
 	return s->now;
 }
 
