@@ -152,6 +152,13 @@ struct ptd_stream {
 	struct symbols_range_cache *fn_cache;	/* this stream's function ranges by address */
 	struct class_ent *class_cache;	/* CLASS_CACHE_SIZE entries, made on first use */
 	uint64_t up_start, up_end;	/* the [uprobes] page of the address space, if any */
+	/*
+	 * as_maps()'s last map: [maps_start, maps_end) of address space maps_as (an empty
+	 * range: none). Every start of tracing asks (attribute()), mostly in the same map.
+	 */
+	int maps_as;
+	uint64_t maps_start, maps_end;
+	bool maps_exec;
 	struct decode_stats st;
 	uint64_t pos;		/* trace offset reached (progress) */
 	/* blocks decoded since the trace offset was last seen to move from still_off */
@@ -349,9 +356,23 @@ static int as_for(struct ptd_stream *s, uint32_t pid, uint64_t time)
 
 static bool as_maps(struct ptd_stream *s, int as, uint64_t ip)
 {
-	const struct ptd_map *m = as >= 0 ? ptd_aspace_lookup(s->o.images, as, ip) : NULL;
+	const struct ptd_map *m;
+	const struct ptd_aspace *a;
 
-	return m && m->exec;
+	if (as == s->maps_as && ip >= s->maps_start && ip < s->maps_end)
+		return s->maps_exec;
+	m = as >= 0 ? ptd_aspace_lookup(s->o.images, as, ip) : NULL;
+	if (!m)
+		return false;
+	a = &s->o.images->as[as];
+	if (m >= a->maps && m < a->maps + a->nr_maps) {
+		/* the address space's own map (not the kernel's it falls back to) */
+		s->maps_as = as;
+		s->maps_start = m->start;
+		s->maps_end = m->end;
+		s->maps_exec = m->exec;
+	}
+	return m->exec;
 }
 
 /* The stream's copy of address space `as`'s image, made on first use; NULL on failure. */
