@@ -262,7 +262,7 @@ static inline uint64_t now(struct ptd_stream *s)
 
 static int attribute(struct ptd_stream *s, uint64_t ip);
 
-static struct ptd_event *emit(struct ptd_stream *s, enum ptd_kind kind, uint64_t time)
+static inline struct ptd_event *emit(struct ptd_stream *s, enum ptd_kind kind, uint64_t time)
 {
 	struct ptd_event *ev;
 
