@@ -147,6 +147,8 @@ struct ss_thread {
 	int schedstat_fd;		/* /proc/TID/schedstat, kept open (-1: not yet) */
 	uint64_t sync_addr;		/* its last atomic's address, */
 	uint64_t sync_prev, sync_set;	/* that address's clock before and after it */
+	uint64_t load_addr;		/* the plain load in flight's address, */
+	bool load_pending;		/* to look at again when it is done (step_done()) */
 	/* Its last system calls as the kernel entered them (enter_ns) and where each
 	 * started on its clock: a thread it woke ends its wait after that (ring). */
 	struct {
@@ -679,6 +681,7 @@ static void clock_step(struct backend *b, struct ss_thread *t)
 	if (v && v->clk > t->clk)
 		t->clk = v->clk;
 	t->clk += SS_NS_PER_INSN;
+	t->load_pending = false;
 	if (t->step_known && t->step_insn.atomic &&
 	    !ss_insn__mem_addr(&t->step_insn, &t->regs, t->ip, &addr) &&
 	    (s = sync_find(b, t->proc->pid, addr, true))) {
@@ -701,6 +704,10 @@ static void clock_step(struct backend *b, struct ss_thread *t)
 			     " moves its clock %" PRIu64 " ns on\n", t->tid, t->ip, addr,
 			     s->clk + 1 - t->clk);
 			t->clk = s->clk + 1;
+		}
+		if (t->step_insn.mem_access & SS_MEM_READ) {
+			t->load_addr = addr;
+			t->load_pending = true;
 		}
 		if ((t->step_insn.mem_access & SS_MEM_WRITE) &&
 		    (s = sync_find(b, t->proc->pid, addr, true))) {
@@ -955,6 +962,32 @@ static int catch_up(struct backend *b, struct ss_thread *t, uint64_t from, uint6
 	return 0;
 }
 
+/*
+ * A plain load ran: threads on other virtual CPUs were in flight with it, so a store
+ * noted after this thread's clock_step() may have run before the load and been what it
+ * read (a spin flag set while the reader's step was in flight). Looked at again now that
+ * the load is done: every store that ran before it was noted before its own resume.
+ * One noted but not yet run moves the reader too: only too strict, never misordered.
+ */
+static void load_done(struct backend *b, struct ss_thread *t)
+{
+	struct ss_sync *s;
+
+	if (!t->load_pending)
+		return;
+	t->load_pending = false;
+	s = sync_find(b, t->proc->pid, t->load_addr, false);
+	/* (equal: its own store, a read-modify-write's, noted for this very step) */
+	if (!s || s->clk <= t->clk)
+		return;
+	dlog("singlestep: thread %d: load from %#" PRIx64 " (a store while it was in flight) "
+	     "moves its clock %" PRIu64 " ns on\n", t->tid, t->load_addr, s->clk + 1 - t->clk);
+	t->clk = s->clk + 1;
+	if (t->cpu >= 0 && b->cpus[t->cpu].clk < t->clk)
+		b->cpus[t->cpu].clk = t->clk;
+	clock_seen(b, t->clk);
+}
+
 /* The instruction at `ip` ran and execution went on at `next`. */
 static int step_done(struct backend *b, struct ss_thread *t, uint64_t ip, uint64_t next)
 {
@@ -994,6 +1027,7 @@ static int step_done(struct backend *b, struct ss_thread *t, uint64_t ip, uint64
 		if (err)
 			return err;
 	}
+	load_done(b, t);
 	/* A rep-prefixed string instruction traps after each iteration: one instruction. */
 	if (insn.cls == SS_INSN_OTHER && next == ip)
 		return 0;
