@@ -1224,60 +1224,13 @@ int callstack__stop(struct callstack *cs, uint32_t pid, uint32_t tid, enum cs_st
 		    why == CS_STOP_SYSCALL ? cs->id_syscall : cs->id_untraced, t);
 }
 
-/* callstack__start(), every case. */
-static __attribute__((noinline)) int start_any(struct callstack *cs, uint32_t pid, uint32_t tid,
-					       uint64_t ip, uint64_t t)
+/* Resumed elsewhere (left untraced code by returning): back to that frame if known. */
+static int resume_in_frame(struct callstack *cs, struct cs_thread *th, uint32_t pid, uint64_t ip,
+			   uint64_t t)
 {
-	struct cs_sym e;
-	struct cs_thread *th;
-	bool handler;
-	int i, err;
-
-	if (!cs)
-		return -EINVAL;
-	th = enter(cs, pid, tid, ip, &t);
-	if (!th)
-		return cs->err;
-	err = signal_entry(cs, th, ip, &handler);
-	if (err)
-		return fail(cs, err);
-	/* resumed elsewhere (left untraced code by returning): back to that frame if known */
-	err = sym_lookup(cs, pid, ip, &e);
-	if (err)
-		return fail(cs, err);
-	if (e.start && th->st[th->depth - 1].func != e.start) {
-		i = frame_running(th, th->depth - 1, e.start);
-		if (i >= 0) {
-			err = pop_to(cs, th, i + 1, t);
-			if (err)
-				return fail(cs, err);
-		}
-	}
-	/* a signal handler: called from where the thread was stopped */
-	return handler ? callstack__call(cs, pid, tid, th->resume - 1, ip, t) : 0;
-}
-
-/*
- * Tracing resumed after a gap, the usual case spelled out: the previous event's thread,
- * no error, its epoch open with the gap's frame on top of another, the time not going
- * back, and not a signal handler's entry; the same steps as start_any() takes for it.
- */
-int callstack__start(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t ip, uint64_t t)
-{
-	struct cs_thread *th = cs ? cs->last_th : NULL;
 	struct cs_sym e;
 	int i, err;
 
-	if (!th || th->pid != pid || th->tid != tid || cs->err || !th->live || t < th->last ||
-	    th->depth < 2 || th->st[th->depth - 1].kind != FRAME_GAP ||
-	    (th->stopped && th->resume && ip != th->resume))
-		return start_any(cs, pid, tid, ip, t);
-	th->last = t;
-	err = pop(cs, th, t);
-	if (err)
-		return err;
-	th->stopped = false;
-	/* resumed elsewhere (left untraced code by returning): back to that frame if known */
 	err = sym_lookup(cs, pid, ip, &e);
 	if (err)
 		return fail(cs, err);
@@ -1290,6 +1243,51 @@ int callstack__start(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t 
 		}
 	}
 	return 0;
+}
+
+/* callstack__start(), every case. */
+static __attribute__((noinline)) int start_any(struct callstack *cs, uint32_t pid, uint32_t tid,
+					       uint64_t ip, uint64_t t)
+{
+	struct cs_thread *th;
+	bool handler;
+	int err;
+
+	if (!cs)
+		return -EINVAL;
+	th = enter(cs, pid, tid, ip, &t);
+	if (!th)
+		return cs->err;
+	err = signal_entry(cs, th, ip, &handler);
+	if (err)
+		return fail(cs, err);
+	err = resume_in_frame(cs, th, pid, ip, t);
+	if (err)
+		return err;
+	/* a signal handler: called from where the thread was stopped */
+	return handler ? callstack__call(cs, pid, tid, th->resume - 1, ip, t) : 0;
+}
+
+/*
+ * Tracing resumed after a gap, the usual case spelled out: the previous event's thread,
+ * no error, its epoch open with the gap's frame on top of another, the time not going
+ * back, and not a signal handler's entry; the same steps as start_any() takes for it.
+ */
+int callstack__start(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t ip, uint64_t t)
+{
+	struct cs_thread *th = cs ? cs->last_th : NULL;
+	int err;
+
+	if (!th || th->pid != pid || th->tid != tid || cs->err || !th->live || t < th->last ||
+	    th->depth < 2 || th->st[th->depth - 1].kind != FRAME_GAP ||
+	    (th->stopped && th->resume && ip != th->resume))
+		return start_any(cs, pid, tid, ip, t);
+	th->last = t;
+	err = pop(cs, th, t);
+	if (err)
+		return err;
+	th->stopped = false;
+	return resume_in_frame(cs, th, pid, ip, t);
 }
 
 int callstack__error(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t offset,
