@@ -558,10 +558,11 @@ static void follow(struct ptd_fast *f, const struct run *r, int k)
 
 static void retstack_push(struct ptd_fast *f, uint64_t ip)
 {
+	/* ring indices wrap with a compare: % 65 is a multiply and shifts per call */
 	f->retstack[f->top] = ip;
-	f->top = (uint8_t)((f->top + 1) % 65);
+	f->top = f->top == 64 ? 0 : (uint8_t)(f->top + 1);
 	if (f->top == f->bottom)
-		f->bottom = (uint8_t)((f->bottom + 1) % 65);
+		f->bottom = f->bottom == 64 ? 0 : (uint8_t)(f->bottom + 1);
 }
 
 static int retstack_pop(struct ptd_fast *f, uint64_t *ip)
