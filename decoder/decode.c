@@ -726,7 +726,8 @@ static void fn_from(struct ptd_stream *s, uint64_t from)
  * up and becomes the current one. Between two addresses with no symbol nothing can be
  * told: no jump.
  */
-static bool jump_leaves(struct ptd_stream *s, uint64_t from, uint64_t to)
+static __attribute__((noinline)) bool jump_leaves_slow(struct ptd_stream *s, uint64_t from,
+							 uint64_t to)
 {
 	uint64_t start, end;
 	bool leaves;
@@ -741,6 +742,14 @@ static bool jump_leaves(struct ptd_stream *s, uint64_t from, uint64_t to)
 	return leaves;
 }
 
+/* jump_leaves_slow()'s usual answer in line: a known function that holds the target. */
+static inline bool jump_leaves(struct ptd_stream *s, uint64_t from, uint64_t to)
+{
+	if (s->fn_valid && to >= s->fn_start && to < s->fn_end)
+		return false;
+	return jump_leaves_slow(s, from, to);
+}
+
 /* 1: ip is in the [uprobes] page, 2: at its start (the uretprobe trampoline), else 0. */
 static int in_uprobes(const struct ptd_stream *s, uint64_t ip)
 {
@@ -749,8 +758,8 @@ static int in_uprobes(const struct ptd_stream *s, uint64_t ip)
 	return ip == s->up_start ? 2 : 1;
 }
 
-/* The previous block's branch went to `to`. */
-static void resolve(struct ptd_stream *s, uint64_t to)
+/* The previous block's branch went to `to`. In line: every block's on_block() asks. */
+static inline __attribute__((always_inline)) void resolve(struct ptd_stream *s, uint64_t to)
 {
 	struct pending_branch *p = &s->pend;
 	struct ptd_event *ev;
