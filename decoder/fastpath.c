@@ -708,10 +708,11 @@ enum walk {
 /*
  * Proceed to `target` (to_ip) or, with to_ip false, to the next branch needing trace,
  * without trace. *last is the run whose last instruction was reached (WALK_TRACE).
- * Or a libipt error (-pte_nomap), or PTD_FAST_FALLBACK.
+ * Or a libipt error (-pte_nomap), or PTD_FAST_FALLBACK. In line: every disable (340 K
+ * times on mruby) walks once or twice, and a call cost more than its usual case.
  */
-static int walk(struct ptd_fast *f, struct pt_block *b, bool to_ip, uint64_t target,
-		struct run **last)
+static inline __attribute__((always_inline)) int walk(struct ptd_fast *f, struct pt_block *b,
+						       bool to_ip, uint64_t target, struct run **last)
 {
 	struct run *r;
 
