@@ -621,9 +621,10 @@ static inline int take_cond(struct ptd_fast *f, const struct run *r, int status,
 
 /*
  * The branch ending run `r` (already in the block) using trace: the next ip. 0 or a
- * query error; PTD_FAST_FALLBACK where libipt's paths differ (no ip in a TIP).
+ * query error; PTD_FAST_FALLBACK where libipt's paths differ (no ip in a TIP). In line,
+ * as block_run(): every block that is not in a stretch ends here or there.
  */
-static int with_trace(struct ptd_fast *f, struct run *r)
+static inline __attribute__((always_inline)) int with_trace(struct ptd_fast *f, struct run *r)
 {
 	int status, taken;
 
@@ -664,8 +665,13 @@ static int with_trace(struct ptd_fast *f, struct run *r)
 	return 0;
 }
 
-/* The block of run `r` at the ip, with no event: the block decoder's cached flow. */
-static int block_run(struct ptd_fast *f, struct pt_block *b, struct run *r)
+/*
+ * The block of run `r` at the ip, with no event: the block decoder's cached flow. In line
+ * (the block ptd_fast_stretch() hands back, ptd_fast_next()'s): a call's saves and
+ * restores cost about what the usual block does.
+ */
+static inline __attribute__((always_inline)) int block_run(struct ptd_fast *f, struct pt_block *b,
+							    struct run *r)
 {
 	add_run(b, r, r->ninsn, r->end_ip, r->iclass);
 	switch (r->kind) {
