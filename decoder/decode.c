@@ -1332,6 +1332,9 @@ static void stream_step(struct ptd_stream *s)
 	bool defer;
 	int status;
 
+	/* the usual step first: a block on the fast path, with no event pending */
+	if (s->state == ST_RUN && !(s->status & (pts_event_pending | pts_eos)) && s->on_fast)
+		goto block;
 	if (s->state == ST_SYNC) {
 		uint64_t off = 0;
 
@@ -1446,6 +1449,7 @@ static void stream_step(struct ptd_stream *s)
 		return;
 	}
 
+block:
 	if (!s->on_fast) {
 		status = PTD_FAST_FALLBACK;
 	} else if (stretch_lim(s, &lim, &defer)) {
