@@ -117,7 +117,6 @@ struct ptd_stream {
 	int status;		/* pts_* flags of the last libipt call */
 	uint64_t last_sync;	/* trace offset of the last sync point */
 	bool synced;		/* last_sync is valid */
-	bool need_start;	/* synced with tracing on: START at the first block */
 
 	/* the thread the trace belongs to now */
 	uint32_t pid, tid;
@@ -133,6 +132,9 @@ struct ptd_stream {
 	uint64_t uret_from, uret_time;
 	bool uret;
 	bool xol;		/* in a probed instruction's out-of-line copy ([uprobes]) */
+	/* synced with tracing on: START at the first block (beside uret and xol: on_block()
+	 * and stretch_lim() test the three at once) */
+	bool need_start;
 
 	uint64_t now;		/* ns of the current position (see now()) */
 	bool time_stale;	/* `now` needs asking libipt again */
@@ -822,10 +824,12 @@ static void set_pending(struct ptd_stream *s, uint64_t ip, enum pt_insn_class ic
 	p->size = 0;
 }
 
-static void on_block(struct ptd_stream *s, const struct pt_block *b)
+/*
+ * on_block()'s rare cases: a start of tracing, a uretprobe's trampoline, a probed
+ * instruction's copy. Whether the block's branch is the program's (false: nothing more).
+ */
+static bool on_block_rare(struct ptd_stream *s, const struct pt_block *b)
 {
-	struct pending_branch *p = &s->pend;
-
 	if (s->need_start && s->withhold) {
 		/* a piece's first block: its START waits for the join with the piece before */
 		s->withhold = false;
@@ -859,8 +863,17 @@ static void on_block(struct ptd_stream *s, const struct pt_block *b)
 	if (s->uret || s->xol) {
 		/* the trampoline's or a probed copy's branches are not the program's */
 		s->last_ip = b->end_ip;
-		return;
+		return false;
 	}
+	return true;
+}
+
+static void on_block(struct ptd_stream *s, const struct pt_block *b)
+{
+	struct pending_branch *p = &s->pend;
+
+	if ((s->need_start || s->uret || s->xol) && !on_block_rare(s, b))
+		return;
 	resolve(s, b->ip);
 	set_pending(s, b->end_ip, b->iclass, b->mode, b->isid);
 	if (b->truncated && b->size <= sizeof(p->raw)) {
