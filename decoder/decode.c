@@ -1535,6 +1535,11 @@ static void stream_release(struct ptd_stream *s)
 	s->dec = NULL;
 }
 
+void ptd_stream_release(struct ptd_stream *s)
+{
+	stream_release(s);
+}
+
 /* Decodes until `out` holds about PTD_CHUNK_EVENTS events or the trace ends (piece.h). */
 size_t ptd_stream_fill(struct ptd_stream *s, struct ptd_event *out)
 {

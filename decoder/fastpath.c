@@ -134,6 +134,7 @@ struct ptd_run_store {
 	atomic_uint nr;
 	atomic_size_t lens;
 	struct ptd_fast *pool[FAST_POOL];
+	pthread_t pool_thread[FAST_POOL];	/* the thread that used each last */
 	unsigned nr_pool;
 };
 
@@ -1507,8 +1508,22 @@ static struct ptd_fast *fast_recycled(struct ptd_images *im, struct ptd_run_stor
 	if (!im->run_store)
 		im->run_store = calloc(1, sizeof(*im->run_store));
 	*store = im->run_store;
-	if (*store && (*store)->nr_pool)
-		f = (*store)->pool[--(*store)->nr_pool];
+	if (*store && (*store)->nr_pool) {
+		struct ptd_run_store *st = *store;
+		/*
+		 * The one this thread used last, if any: its cache's lines are in this core's
+		 * cache, where another thread's are in its core's (a split stream's pieces)
+		 */
+		unsigned k = st->nr_pool - 1, i;
+
+		for (i = 0; i < st->nr_pool; i++)
+			if (pthread_equal(st->pool_thread[i], pthread_self()))
+				k = i;
+		f = st->pool[k];
+		st->nr_pool--;
+		st->pool[k] = st->pool[st->nr_pool];
+		st->pool_thread[k] = st->pool_thread[st->nr_pool];
+	}
 	pthread_mutex_unlock(&im->lock);
 	if (!f)
 		return NULL;
@@ -1599,6 +1614,7 @@ void ptd_fast_free(struct ptd_fast *f)
 
 		pthread_mutex_lock(&im->lock);
 		if (st->nr_pool < FAST_POOL) {
+			st->pool_thread[st->nr_pool] = pthread_self();
 			st->pool[st->nr_pool++] = f;
 			kept = true;
 		}

@@ -15,6 +15,11 @@
 
 /* Decodes until `out` holds about PTD_CHUNK_EVENTS events or the stream ends; the count. */
 size_t ptd_stream_fill(struct ptd_stream *s, struct ptd_event *out);
+/*
+ * Frees the decoders of a stream that will decode no more (split in pieces), its fast
+ * decoder, warm cache and pages, to the next stream's (piece's).
+ */
+void ptd_stream_release(struct ptd_stream *s);
 /* Has the stream (or piece) decoded all its bytes? */
 bool ptd_stream_done(const struct ptd_stream *s);
 /* Bytes of its own the stream (or piece) has decoded (progress). */
