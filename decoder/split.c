@@ -57,6 +57,7 @@ struct piece {
 					 * self + 1), 0: none yet */
 	int last;			/* the thread that decoded its last chunk (self + 1) */
 	bool finished;			/* fully decoded */
+	bool replay;			/* decoded again from the stream's start (next_piece()) */
 };
 
 /* One stream in the merge: its pieces (one when not split) and the merge cursor. */
@@ -279,10 +280,11 @@ static struct piece *pick(struct merge *m, int self)
 			/*
 			 * a piece is bounded by its bytes: its thread decodes it to the end,
 			 * rather than open another piece meanwhile (a fast decoder more, whose
-			 * 2 MiB of fresh pages cost 3.5 us each on a virtual machine)
+			 * 2 MiB of fresh pages cost 3.5 us each on a virtual machine); a
+			 * stream not split, or a replay from the stream's start, is not
 			 */
 			if (p->busy || p->finished ||
-			    (current && !l->split && p->queued >= MAX_AHEAD))
+			    (current && (!l->split || p->replay) && p->queued >= MAX_AHEAD))
 				continue;
 			rank = p->owner == self + 1 ? 8 : !p->owner ? 4 : 0;
 			rank += current ? 2 + l->wanted : 0;
@@ -721,6 +723,7 @@ static int next_piece(struct merge *m, struct lane *l, bool threaded)
 				piece_drop(m, l, next);
 				next->s = c;
 				next->finished = false;
+				next->replay = true;
 				/*
 				 * The pieces after it are out of use (a thread may still be
 				 * decoding one: they are freed with the merge).
