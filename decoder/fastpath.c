@@ -128,6 +128,8 @@ struct stored_run {
  * for its cache's memory again. Guarded by the images' lock.
  */
 #define FAST_POOL 8
+/* skd022_may_apply()'s answers kept per fast decoder (a power of two up to 256) */
+#define SKD_CACHE 256
 
 struct ptd_run_store {
 	_Atomic(struct stored_run *) slot[STORE_SLOTS];
@@ -180,6 +182,17 @@ struct ptd_fast {
 	/* PTBPF_FAST_REFUSE=N: refuse every Nth block (the tests' way to exercise the
 	 * hand-over to the block decoder on any trace); 0: never */
 	uint64_t refuse_every, nexts;
+
+	/*
+	 * skd022_may_apply()'s answers by ip: the bytes there do not change, and
+	 * pt_iscache_read() takes the image section cache's locks, which every thread
+	 * of a split stream takes (HASE: twice per asynchronous disable, 20 K reads)
+	 */
+	struct skd_ent {
+		uint64_t ip;
+		int32_t isid;	/* 0: an empty slot */
+		bool may;
+	} skd[SKD_CACHE];
 };
 
 /* Refuse a step, saying where under -vv (which case the fast path leaves to libipt). */
@@ -790,14 +803,23 @@ static void disable_resume_ip(struct ptd_fast *f, const struct run *r)
 static bool skd022_may_apply(struct ptd_fast *f)
 {
 	const struct ptd_map *m;
+	struct skd_ent *e;
 	uint8_t p[3];
+	bool may;
 
 	if (!f->cfg.errata.skd022)
 		return false;
 	m = map_of(f, f->ip);
-	if (!m || pt_iscache_read(f->im->iscache, p, 3, m->isid, f->ip) != 3)
+	if (!m)
 		return true;
-	return p[0] == 0x0f && p[1] == 0x01 && (p[2] == 0xc2 || p[2] == 0xc3);
+	e = &f->skd[(f->ip * 0x9e3779b97f4a7c15ull) >> 56 & (SKD_CACHE - 1)];
+	if (e->isid && e->isid == m->isid && e->ip == f->ip)
+		return e->may;
+	may = pt_iscache_read(f->im->iscache, p, 3, m->isid, f->ip) != 3 ||
+	      (p[0] == 0x0f && p[1] == 0x01 && (p[2] == 0xc2 || p[2] == 0xc3));
+	if (m->isid > 0)
+		*e = (struct skd_ent){ .ip = f->ip, .isid = m->isid, .may = may };
+	return may;
 }
 
 /* Events that take effect where the decoder is, with no ip to proceed to. */
