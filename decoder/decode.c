@@ -652,7 +652,8 @@ static const struct class_ent *pending_insn(struct ptd_stream *s, struct class_e
 
 	if (!p->size && p->isid > 0) {
 		if (!s->class_cache)
-			s->class_cache = calloc(CLASS_CACHE_SIZE, sizeof(*s->class_cache));
+			s->class_cache = ptd_zalloc_written(CLASS_CACHE_SIZE *
+							sizeof(*s->class_cache));
 		if (s->class_cache) {	/* NULL: no memory, read each time */
 			e = &s->class_cache[((p->ip * 0x9e3779b97f4a7c15ull) >> 40 ^
 					     (uint64_t)p->isid) & (CLASS_CACHE_SIZE - 1)];

@@ -38,6 +38,12 @@ struct ptd_fast_stats {
 	uint64_t tl_evictions;	/* tracelets evicted from the bounded cache */
 };
 
+/*
+ * Zeroed memory with its pages written now: calloc() leaves a big block to the kernel's
+ * zero page, which a lookup reads first and an insert writes later, a copy that, with a
+ * split stream's threads on two CPUs, flushes the other CPU's TLB by an interrupt.
+ */
+void *ptd_zalloc_written(size_t size);
 /* A fast decoder over `cfg`'s bytes (begin/end set) reading code from `im`; NULL: refused. */
 struct ptd_fast *ptd_fast_new(const struct pt_config *cfg, struct ptd_images *im);
 void ptd_fast_free(struct ptd_fast *f);
