@@ -43,10 +43,14 @@ char *symtab__demangle(const char *name);
  * more an ambiguity to list. -EINVAL on bad arguments.
  */
 #define SYMTAB_LOOKUP_MAX 16
-int symtab__lookup(const struct symtab *st, const char *name, const struct sym **out, int max);
+int symtab__lookup(struct symtab *st, const char *name, const struct sym **out, int max);
 
-/* Exact name match (the first of equal names, preferring global binding). */
-const struct sym *symtab__find_name(const struct symtab *st, const char *name);
+/*
+ * Exact name match (the first of equal names, preferring global binding). The lookups
+ * by name (this, symtab__lookup(), symtab__suggest()) sort the table's name index on
+ * their first call: one thread at a time.
+ */
+const struct sym *symtab__find_name(struct symtab *st, const char *name);
 /* The function containing `addr` (link-time address), or NULL. */
 const struct sym *symtab__find_addr(const struct symtab *st, uint64_t addr);
 /*
@@ -59,7 +63,7 @@ int symtab__find_range(const struct symtab *st, uint64_t addr, uint64_t *start, 
  * demangled; out[] holds the symbols' own names (symtab__demangle() them to show them).
  * Returns how many.
  */
-int symtab__suggest(const struct symtab *st, const char *name, const char **out, int max);
+int symtab__suggest(struct symtab *st, const char *name, const char **out, int max);
 /* File offset of a link-time address, through the PT_LOAD that maps it (uprobe offsets). */
 int symtab__addr_to_offset(const struct symtab *st, uint64_t addr, uint64_t *offset);
 
