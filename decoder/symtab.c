@@ -60,6 +60,9 @@ struct raw_sym {
 	uint64_t sec_end;	/* end of the section holding it: bound for unsized symbols */
 	uint32_t seq;		/* order of collection: the symbol table's order */
 	uint8_t bind;		/* STB_GLOBAL, STB_WEAK, STB_LOCAL */
+	bool shaped;		/* shown_* set (name_shape()): an alias's, before sorting */
+	uint16_t shown_underscores;	/* of the name as perf shows it (demangled) */
+	uint32_t shown_len;
 };
 
 struct collect {
@@ -148,10 +151,30 @@ static unsigned leading_underscores(const char *name)
  * folded "<u64 as Display>::fmt", whose v0 names are as long). Negative when `a` is the
  * better name.
  */
+/* What alias_cmp() compares of a name: that of its demangled form, perf's. */
+static void name_shape(const char *name, unsigned *underscores, size_t *len)
+{
+	char *dm = symtab__demangle(name);
+
+	*underscores = leading_underscores(dm ? dm : name);
+	*len = strlen(dm ? dm : name);
+	free(dm);
+}
+
+/* Sets r's shown_*: demangled once, not at each comparison of a sort. */
+static void shape_raw(struct raw_sym *r, const char *names)
+{
+	unsigned under;
+	size_t len;
+
+	name_shape(names + r->name_off, &under, &len);
+	r->shown_underscores = under > UINT16_MAX ? UINT16_MAX : (uint16_t)under;
+	r->shown_len = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
+	r->shaped = true;
+}
+
 static int alias_cmp(const struct raw_sym *a, const struct raw_sym *b, const char *names)
 {
-	const char *na = names + a->name_off, *nb = names + b->name_off;
-	char *da = NULL, *db = NULL;
 	unsigned ua, ub;
 	size_t la, lb;
 	int r;
@@ -162,14 +185,18 @@ static int alias_cmp(const struct raw_sym *a, const struct raw_sym *b, const cha
 		return a->bind == STB_WEAK ? 1 : -1;
 	if ((a->bind == STB_GLOBAL) != (b->bind == STB_GLOBAL))
 		return a->bind == STB_GLOBAL ? -1 : 1;
-	da = symtab__demangle(na);
-	db = symtab__demangle(nb);
-	ua = leading_underscores(da ? da : na);
-	ub = leading_underscores(db ? db : nb);
-	la = strlen(da ? da : na);
-	lb = strlen(db ? db : nb);
-	free(da);
-	free(db);
+	if (a->shaped) {
+		ua = a->shown_underscores;
+		la = a->shown_len;
+	} else {
+		name_shape(names + a->name_off, &ua, &la);
+	}
+	if (b->shaped) {
+		ub = b->shown_underscores;
+		lb = b->shown_len;
+	} else {
+		name_shape(names + b->name_off, &ub, &lb);
+	}
 	if (ua != ub)
 		r = ua < ub ? -1 : 1;
 	else if (la != lb)
@@ -519,14 +546,54 @@ static int read_segments(Elf *elf, bool file_bytes, struct sym_segment **out, ui
 	return 0;
 }
 
-/* By address, the best alias of each address first. */
+/* By address, then in the symbol table's order. */
 static int cmp_raw(const void *a, const void *b, void *ctx)
 {
 	const struct raw_sym *x = a, *y = b;
 
+	(void)ctx;
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
-	return alias_cmp(x, y, ctx);
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* The best alias first (alias_cmp()), among symbols of one address. */
+static int cmp_alias(const void *a, const void *b, void *ctx)
+{
+	return alias_cmp(a, b, ctx);
+}
+
+/* What alias_cmp() compares before the names: sized, weak, global. */
+static unsigned alias_class(const struct raw_sym *r)
+{
+	return !!r->size << 2 | (r->bind == STB_WEAK) << 1 | (r->bind == STB_GLOBAL);
+}
+
+/*
+ * By address, the best alias of each address first: sorted by address, then each run of
+ * aliases by alias_cmp(), the names it compares (aliases of one class) demangled once
+ * beforehand. alias_cmp() is a total order (the table's order breaks ties), so this is
+ * the order of one sort by both, which demangled two names at each comparison of aliases.
+ */
+static void sort_raw(struct collect *c, const char *names)
+{
+	size_t i, j, k;
+
+	qsort_r(c->v, c->nr, sizeof(*c->v), cmp_raw, NULL);
+	for (i = 0; i < c->nr; i = j) {
+		unsigned in_class[8] = { 0 };
+
+		for (j = i + 1; j < c->nr && c->v[j].addr == c->v[i].addr; j++)
+			;
+		if (j - i < 2)
+			continue;
+		for (k = i; k < j; k++)
+			in_class[alias_class(&c->v[k])]++;
+		for (k = i; k < j; k++)
+			if (in_class[alias_class(&c->v[k])] > 1)
+				shape_raw(&c->v[k], names);
+		qsort_r(c->v + i, j - i, sizeof(*c->v), cmp_alias, (void *)names);
+	}
 }
 
 static int cmp_by_name(const void *a, const void *b, void *ctx)
@@ -551,7 +618,7 @@ static int finish_table(struct symtab *st, struct collect *c)
 	st->entries = calloc(c->nr ? c->nr : 1, sizeof(*st->entries));
 	if (!st->entries)
 		return -ENOMEM;
-	qsort_r(c->v, c->nr, sizeof(*c->v), cmp_raw, st->names);
+	sort_raw(c, st->names);
 	for (i = 0; i < c->nr; i++) {
 		const struct raw_sym *r = &c->v[i];
 		struct symtab_entry *e = &st->entries[n];
