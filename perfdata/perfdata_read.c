@@ -29,7 +29,7 @@
  * there copied a MiB of the trace for nothing (256 page faults and 0.5 ms of a decode).
  */
 #define RD_WINDOW (1024 * 1024)
-#define RD_WINDOW_MIN (UINT16_MAX + 1)
+#define RD_WINDOW_MIN (16 * 1024)
 /*
  * A zstd-compressed capture (the daemon's spool: .perf.data.zst) is decompressed into
  * memory first; more than this is a corrupt file or a decompression bomb, not a capture
