@@ -307,17 +307,27 @@ static struct symtab *load_debug_file(struct symbols *sy, const uint8_t *id, uin
 /*
  * The separate debug file a .gnu_debuglink names, where gdb and perf look for it: beside
  * the binary, in its .debug/ directory, and under the debug directories (--debug-dir,
- * /usr/lib/debug) followed by the binary's directory.
+ * /usr/lib/debug) followed by the binary's directory. `own`: the binary's table, which
+ * holds the link (NULL: read it from the file).
  */
-static struct symtab *load_debuglink(struct symbols *sy, const char *path)
+static struct symtab *load_debuglink(struct symbols *sy, const char *path,
+				     const struct symtab *own)
 {
-	char name[256], dir[PATH_MAX], cand[PATH_MAX], real_bin[PATH_MAX], real_cand[PATH_MAX];
+	char name[SYMTAB_DEBUGLINK_MAX], dir[PATH_MAX], cand[PATH_MAX], real_bin[PATH_MAX];
+	char real_cand[PATH_MAX];
 	const char *roots[2] = { sy->debug_dir, "/usr/lib/debug" };
 	struct symtab *st;
 	char *slash;
 	unsigned i;
 
-	if (symtab__read_debuglink(path, name, sizeof(name)) || !realpath(path, real_bin))
+	if (own) {
+		if (!symtab__debuglink(own))
+			return NULL;
+		snprintf(name, sizeof(name), "%s", symtab__debuglink(own));
+	} else if (symtab__read_debuglink(path, name, sizeof(name))) {
+		return NULL;
+	}
+	if (!realpath(path, real_bin))
 		return NULL;
 	snprintf(dir, sizeof(dir), "%s", real_bin);
 	slash = strrchr(dir, '/');
@@ -391,8 +401,10 @@ static struct sdso *sdso_get(struct symbols *sy, uint32_t dso)
 		 * only for a stripped file: an unstripped one has its symbols */
 		sd->debug = load_debug_file(sy, id, size, false);
 		if (!sd->debug && path)
-			sd->debug = load_debuglink(sy, path);
-		if (!sd->debug && (!path || !ptd_elf_has_symtab(path)))
+			sd->debug = load_debuglink(sy, path, sd->st);
+		/* sd->st is the file's: what it knows, the file need not be opened again for */
+		if (!sd->debug && (!path || !(sd->st ? symtab__has_symtab(sd->st) :
+						       ptd_elf_has_symtab(path))))
 			sd->debug = load_debug_file(sy, id, size, true);
 	}
 	return sd;

@@ -51,6 +51,8 @@ struct symtab {
 	uint16_t e_type;		/* ET_EXEC, ET_DYN... */
 	uint64_t e_entry;		/* entry point (link time) */
 	char *path;			/* as given to symtab__load() */
+	char *debuglink;		/* its .gnu_debuglink file name, NULL: none or bad */
+	bool has_symtab;		/* it has a .symtab (not only .dynsym) */
 };
 
 /* A symbol as collected, before the arena stops moving (names are arena offsets). */
@@ -671,6 +673,8 @@ static const uint32_t *by_name_index(struct symtab *st)
 	return st->by_name;
 }
 
+static int read_debuglink(Elf *elf, char *name, size_t size);
+
 static int load_elf(Elf *elf, struct symtab *st)
 {
 	struct collect c = {};
@@ -687,6 +691,16 @@ static int load_elf(Elf *elf, struct symtab *st)
 	if (err)
 		return err;
 	st->build_id_size = read_build_id(elf, st->build_id, sizeof(st->build_id));
+	/* kept: the symbolizer looks for the debug file it names, without opening it again */
+	{
+		char link[SYMTAB_DEBUGLINK_MAX];
+
+		if (!read_debuglink(elf, link, sizeof(link))) {
+			st->debuglink = strdup(link);
+			if (!st->debuglink)
+				return -ENOMEM;
+		}
+	}
 
 	while ((scn = elf_nextscn(elf, scn))) {
 		if (!gelf_getshdr(scn, &sh))
@@ -696,6 +710,7 @@ static int load_elf(Elf *elf, struct symtab *st)
 		else if (sh.sh_type == SHT_DYNSYM)
 			dynsym = scn;
 	}
+	st->has_symtab = symtab;
 	/* .symtab holds .dynsym's definitions too; .dynsym alone is what stripping leaves. */
 	if (symtab && gelf_getshdr(symtab, &sh)) {
 		funcs = collect_symbols(elf, symtab, &sh, st, &c);
@@ -955,6 +970,7 @@ void symtab__free(struct symtab *st)
 	free(st->names);
 	free(st->segs);
 	free(st->path);
+	free(st->debuglink);
 	free(st);
 }
 
@@ -1309,4 +1325,14 @@ int symtab__load_bias(const struct symtab *st, uint64_t map_start, uint64_t map_
 const char *symtab__path(const struct symtab *st)
 {
 	return st ? st->path : NULL;
+}
+
+const char *symtab__debuglink(const struct symtab *st)
+{
+	return st ? st->debuglink : NULL;
+}
+
+bool symtab__has_symtab(const struct symtab *st)
+{
+	return st && st->has_symtab;
 }

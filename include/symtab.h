@@ -73,6 +73,9 @@ int symtab__build_id(const struct symtab *st, const uint8_t **id, uint32_t *size
 uint32_t symtab__count(const struct symtab *st);
 const struct sym *symtab__get(const struct symtab *st, uint32_t i);	/* sorted by addr */
 const char *symtab__path(const struct symtab *st);	/* as given to symtab__load() */
+/* What symtab__read_debuglink() and ptd_elf_has_symtab() tell of the loaded file. */
+const char *symtab__debuglink(const struct symtab *st);	/* NULL: none */
+bool symtab__has_symtab(const struct symtab *st);
 
 /* A PT_LOAD program header: what the decoder loads into libipt images. */
 struct sym_segment {
@@ -115,6 +118,8 @@ int symtab__read_soname(const char *path, char *name, size_t size);
  * directory). Returns 0, -ENOENT if there is none, -EINVAL if it is malformed.
  */
 int symtab__read_debuglink(const char *path, char *name, size_t size);
+/* The size of name[] the symbolizer passes it, and symtab__debuglink()'s limit. */
+#define SYMTAB_DEBUGLINK_MAX 256
 /*
  * The GNU build-id of an ELF image in memory (the vDSO), as perf.data holds one: at most 20
  * bytes (a longer one is cut), the rest of id[] zeroed, its length in *len. Returns 0,
