@@ -256,10 +256,22 @@ static bool regular_file(const char *path)
 	return !stat(path, &sb) && S_ISREG(sb.st_mode);
 }
 
-/* The separate debug file of a build-id, in the usual places; with `remote`, from the
- * debuginfod servers too. */
-static struct symtab *load_debug_file(struct symbols *sy, const uint8_t *id, uint32_t size,
-				      bool remote)
+/* The separate debug file of a build-id, from the debuginfod servers (DEBUGINFOD_URLS). */
+static struct symtab *load_debuginfod(const uint8_t *id, uint32_t size)
+{
+	struct symtab *st = NULL;
+	char *found;
+
+	if (!size || size > 64 || ptd_debuginfod_find(true, id, size, &found))
+		return NULL;
+	if (symtab__load(found, &st))
+		st = NULL;
+	free(found);
+	return st;
+}
+
+/* The separate debug file of a build-id, in the usual places. */
+static struct symtab *load_debug_file(struct symbols *sy, const uint8_t *id, uint32_t size)
 {
 	static const char *const suffixes[] = { ".debug", "/debug", "/elf", "" };
 	char hex[2 * 64 + 1], path[PATH_MAX], home_dir[PATH_MAX];
@@ -290,18 +302,7 @@ static struct symtab *load_debug_file(struct symbols *sy, const uint8_t *id, uin
 			return st;
 		}
 	}
-	/* last: the debuginfod servers (DEBUGINFOD_URLS), for binaries built elsewhere */
-	{
-		struct symtab *st = NULL;
-		char *found;
-
-		if (remote && !ptd_debuginfod_find(true, id, size, &found)) {
-			if (symtab__load(found, &st))
-				st = NULL;
-			free(found);
-		}
-		return st;
-	}
+	return NULL;
 }
 
 /*
@@ -399,13 +400,13 @@ static struct sdso *sdso_get(struct symbols *sy, uint32_t dso)
 			id = buf;
 		/* local debug files by build-id, then by .gnu_debuglink; debuginfod last and
 		 * only for a stripped file: an unstripped one has its symbols */
-		sd->debug = load_debug_file(sy, id, size, false);
+		sd->debug = load_debug_file(sy, id, size);
 		if (!sd->debug && path)
 			sd->debug = load_debuglink(sy, path, sd->st);
 		/* sd->st is the file's: what it knows, the file need not be opened again for */
 		if (!sd->debug && (!path || !(sd->st ? symtab__has_symtab(sd->st) :
 						       ptd_elf_has_symtab(path))))
-			sd->debug = load_debug_file(sy, id, size, true);
+			sd->debug = load_debuginfod(id, size);
 	}
 	return sd;
 }
