@@ -138,9 +138,13 @@ static const uint8_t *rd_map(struct rd *r, uint64_t off, size_t len, uint64_t en
 	if (want < len)
 		want = len;
 	if (want > r->win_cap) {
-		/* what it holds is read again: no copy (realloc's) */
+		/*
+		 * Past the first window, the largest at once: one buffer for the doublings (its
+		 * pages fault in as reads reach them), not one each. What it holds is read
+		 * again: no copy (realloc's).
+		 */
 		free(r->win);
-		r->win_cap = want < RD_WINDOW_MIN ? RD_WINDOW_MIN : want;
+		r->win_cap = want <= RD_WINDOW_MIN ? RD_WINDOW_MIN : RD_WINDOW;
 		r->win = malloc(r->win_cap);
 		if (!r->win) {
 			r->win_cap = 0;
