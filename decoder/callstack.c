@@ -689,6 +689,25 @@ static HOT int pop(struct callstack *cs, struct cs_thread *th, uint64_t t)
 	return err;
 }
 
+/*
+ * pop()'s usual case, spelled out: the frame's slot in the log, closed as a complete event
+ * (nothing inside it at its end); anything else through pop().
+ */
+static HOT int pop_top(struct callstack *cs, struct cs_thread *th, uint64_t t)
+{
+	struct cs_frame *f = &th->st[th->depth - 1];
+	struct fxt_packed *s;
+
+	if (f->slot >= SLOT_PREFIX || f->inner >= t || t - f->begin > UINT32_MAX)
+		return pop(cs, th, t);
+	s = &th->log[f->slot];
+	set_kind(s, SLOT_X);
+	s->dur = (uint32_t)(t - f->begin);
+	if (--th->depth && f[-1].inner < f->inner)
+		f[-1].inner = f->inner;
+	return 0;
+}
+
 static int pop_to(struct callstack *cs, struct cs_thread *th, uint32_t depth, uint64_t t)
 {
 	int err = 0;
@@ -1078,7 +1097,7 @@ int callstack__return(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t
 		cs->st.returns++;
 		if (t - f->called > cs->st.slowest_ns)
 			note_return(cs, th, th->depth - 1, t);
-		return pop(cs, th, t);
+		return pop_top(cs, th, t);
 	}
 	lowest = th->depth > UNWIND_NEAR ? th->depth - UNWIND_NEAR : 0;
 	for (i = th->depth - 1; i > lowest && !returns_to(th->st[i - 1].site, to); i--)
@@ -1093,7 +1112,7 @@ int callstack__return(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t
 	cs->st.unwinds++;
 	/* pop_to(), inlined: a call less for a few frames */
 	do {
-		int err = pop(cs, th, t);
+		int err = pop_top(cs, th, t);
 
 		if (err)
 			return err;
@@ -1276,6 +1295,7 @@ static __attribute__((noinline)) int start_any(struct callstack *cs, uint32_t pi
 int callstack__start(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t ip, uint64_t t)
 {
 	struct cs_thread *th = cs ? cs->last_th : NULL;
+	const struct cs_cache_ent *e;
 	int err;
 
 	if (!th || th->pid != pid || th->tid != tid || cs->err || !th->live || t < th->last ||
@@ -1283,10 +1303,18 @@ int callstack__start(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t 
 	    (th->stopped && th->resume && ip != th->resume))
 		return start_any(cs, pid, tid, ip, t);
 	th->last = t;
-	err = pop(cs, th, t);
+	err = pop_top(cs, th, t);
 	if (err)
 		return err;
 	th->stopped = false;
+	/* resume_in_frame()'s usual case: `ip` in the symbol cache's first way, in the top
+	 * frame's function (or in none known) */
+	e = &cs->cache[mix(ip, pid) & (CS_CACHE_SIZE - 2)];
+	if (e->addr == ip && e->pid == pid && ip != UINT64_MAX &&
+	    (!e->start || th->st[th->depth - 1].func == e->start)) {
+		cs->st.sym_lookups++;
+		return 0;
+	}
 	return resume_in_frame(cs, th, pid, ip, t);
 }
 
