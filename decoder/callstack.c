@@ -114,6 +114,10 @@ struct cs_thread {
 	uint64_t t0;		/* start of the epoch, ns */
 	struct cs_frame *st;	/* internal stack, st[0] outermost */
 	uint32_t depth, capst;	/* frames on it; room for */
+	/* the usual cases' room checks in one compare each (see room_update()): a frame at
+	 * a depth below depth_room is logged and has room on the stack; the log takes a
+	 * slot while nlog is below log_room */
+	uint32_t depth_room, log_room;
 	uint64_t untracked;	/* frames above CS_STACK_LIMIT, only counted */
 	struct fxt_packed *log;	/* this epoch's slots, in file order */
 	uint32_t nlog, caplog;	/* slots held; room for */
@@ -379,6 +383,15 @@ static HOT void set_kind(struct fxt_packed *s, enum slot_kind kind)
 	s->nk = (s->nk & SLOT_NAME_MASK) | (uint32_t)kind << SLOT_KIND_SHIFT;
 }
 
+/* depth_room and log_room again, after capst, caplog or npre changed. */
+static void room_update(const struct callstack *cs, struct cs_thread *th)
+{
+	th->depth_room = th->capst < cs->max_depth + 1 ? th->capst : cs->max_depth + 1;
+	th->log_room = th->npre >= cs->max_buffer ? 0 : cs->max_buffer - th->npre;
+	if (th->log_room > th->caplog)
+		th->log_room = th->caplog;
+}
+
 /* ---- writing ------------------------------------------------------------------------ */
 
 static void instant_free(struct cs_instant *in)
@@ -487,6 +500,7 @@ static int write_held(struct callstack *cs, struct cs_thread *th)
 	th->nlog = 0;
 	th->log_deepest = th->log_ends = th->log_instants = 0;
 	th->npre = 0;
+	room_update(cs, th);
 	return fail(cs, err);
 }
 
@@ -551,6 +565,7 @@ static __attribute__((noinline)) int log_make_room(struct callstack *cs, struct 
 		err = log_grow(th);
 		if (err)
 			return fail(cs, err);
+		room_update(cs, th);
 	}
 	return 0;
 }
@@ -594,6 +609,7 @@ static HOT int push(struct callstack *cs, struct cs_thread *th, enum frame_kind 
 		err = array_grow((void **)&th->st, &th->capst, th->depth + 1, sizeof(*th->st));
 		if (err)
 			return fail(cs, err);
+		room_update(cs, th);
 	}
 	note_inner(th, t);
 	f = &th->st[th->depth];
@@ -645,6 +661,7 @@ static int push_root(struct callstack *cs, struct cs_thread *th, uint64_t func, 
 	f->kind = FRAME_ROOT;
 	f->slot = SLOT_PREFIX | th->npre++;
 	th->depth = 1;
+	room_update(cs, th);
 	return 0;
 }
 
@@ -732,6 +749,7 @@ static int epoch_begin(struct callstack *cs, struct cs_thread *th, uint64_t ip, 
 	th->depth = 0;
 	th->untracked = 0;
 	th->nlog = th->npre = 0;
+	room_update(cs, th);
 	th->log_deepest = th->log_ends = th->log_instants = 0;
 	return push_root(cs, th, e.start, e.known ? e.name : cs->id_unknown, t);
 }
@@ -1001,26 +1019,53 @@ static HOT struct cs_thread *usual_thread(struct callstack *cs, uint32_t pid, ui
  * log, not logged past the depth limit, or only counted past CS_STACK_LIMIT; a return to
  * the top frame's call site, or only counted); anything else goes to those.
  */
+/*
+ * A frame begun at `t` on top of another, as push() makes it, without its slot: there is
+ * room for it on the stack.
+ */
+static HOT struct cs_frame *frame_on_top(struct cs_thread *th, enum frame_kind kind,
+					 uint64_t site, uint64_t func, uint32_t name, uint64_t t)
+{
+	struct cs_frame *f = &th->st[th->depth];
+
+	th->last = t;
+	if (f[-1].inner < t)
+		f[-1].inner = t;
+	f->site = site;
+	f->func = func;
+	f->begin = t;
+	f->called = t;
+	f->inner = t;
+	f->name = name;
+	f->kind = kind;
+	return f;
+}
+
+/*
+ * push()'s usual case: the frame logged, with room on the stack and in the log (depth
+ * below th->depth_room, nlog below th->log_room), on top of another.
+ */
+static HOT void push_logged(struct cs_thread *th, enum frame_kind kind, uint64_t site,
+			    uint64_t func, uint32_t name, uint64_t t)
+{
+	struct cs_frame *f = frame_on_top(th, kind, site, func, name, t);
+
+	f->slot = th->nlog;
+	th->log[th->nlog++] = make_slot(th, t, th->depth, SLOT_PENDING, name);
+	if (th->depth > th->log_deepest)
+		th->log_deepest = th->depth;
+	th->depth++;
+}
+
 /* A frame of callstack__call()'s usual case, begun at `t`; not its slot. */
 static HOT struct cs_frame *call_frame(struct callstack *cs, struct cs_thread *th,
 				       const struct cs_cache_ent *e, uint64_t from,
 				       uint64_t to, uint64_t t)
 {
-	struct cs_frame *f = &th->st[th->depth];
-
-	th->last = t;
 	cs->st.calls++;
 	cs->st.sym_lookups++;
-	if (f[-1].inner < t)
-		f[-1].inner = t;
-	f->site = from;
-	f->func = e->start ? e->start : to;
-	f->begin = t;
-	f->called = t;
-	f->inner = t;
-	f->name = e->name & ~CACHE_KNOWN;
-	f->kind = FRAME_CALL;
-	return f;
+	return frame_on_top(th, FRAME_CALL, from, e->start ? e->start : to,
+			    e->name & ~CACHE_KNOWN, t);
 }
 
 /* callstack__call()'s usual case past the depth limit: the frame is not logged. */
@@ -1050,24 +1095,20 @@ int callstack__call(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t f
 {
 	struct cs_thread *th = usual_thread(cs, pid, tid, t);
 	const struct cs_cache_ent *e;
-	struct cs_frame *f;
 
 	if (!th || to == UINT64_MAX)
 		return call_any(cs, pid, tid, from, to, t);
 	e = &cs->cache[mix(to, pid) & (CS_CACHE_SIZE - 2)];
 	if (e->addr != to || e->pid != pid)
 		return call_any(cs, pid, tid, from, to, t);
-	if (th->depth > cs->max_depth)
-		return call_deep(cs, th, e, from, to, t);
-	if (th->depth >= th->capst || th->nlog + th->npre >= cs->max_buffer ||
-	    th->nlog == th->caplog)
+	if (th->depth >= th->depth_room || th->nlog >= th->log_room) {
+		if (th->depth > cs->max_depth)
+			return call_deep(cs, th, e, from, to, t);
 		return call_any(cs, pid, tid, from, to, t);
-	f = call_frame(cs, th, e, from, to, t);
-	f->slot = th->nlog;
-	th->log[th->nlog++] = make_slot(th, t, th->depth, SLOT_PENDING, f->name);
-	if (th->depth > th->log_deepest)
-		th->log_deepest = th->depth;
-	th->depth++;
+	}
+	cs->st.calls++;
+	cs->st.sym_lookups++;
+	push_logged(th, FRAME_CALL, from, e->start ? e->start : to, e->name & ~CACHE_KNOWN, t);
 	return 0;
 }
 
@@ -1231,6 +1272,7 @@ int callstack__stop(struct callstack *cs, uint32_t pid, uint32_t tid, enum cs_st
 		    uint64_t ip, uint64_t resume, uint64_t t)
 {
 	struct cs_thread *th;
+	uint32_t name;
 
 	if ((why != CS_STOP_SYSCALL && why != CS_STOP_UNTRACED) ||
 	    !(th = usual_thread(cs, pid, tid, t)))
@@ -1239,8 +1281,11 @@ int callstack__stop(struct callstack *cs, uint32_t pid, uint32_t tid, enum cs_st
 	th->stopped = true;
 	th->resume = resume;
 	cs->st.gaps++;
-	return push(cs, th, FRAME_GAP, 0, 0,
-		    why == CS_STOP_SYSCALL ? cs->id_syscall : cs->id_untraced, t);
+	name = why == CS_STOP_SYSCALL ? cs->id_syscall : cs->id_untraced;
+	if (th->depth >= th->depth_room || th->nlog >= th->log_room)
+		return push(cs, th, FRAME_GAP, 0, 0, name, t);
+	push_logged(th, FRAME_GAP, 0, 0, name, t);
+	return 0;
 }
 
 /* Resumed elsewhere (left untraced code by returning): back to that frame if known. */
