@@ -57,6 +57,12 @@ struct ptd_output {
 	uint32_t last_pid, last_tid, last_as;
 	bool have_last;
 	uint64_t first_time, last_time;	/* of control-flow events */
+	/*
+	 * sink_event() may take a control-flow event of the last thread itself: not the
+	 * calls format, a last thread known, first_time set (an event at or after last_time
+	 * then changes last_time only)
+	 */
+	bool fast;
 	bool trigger_placed;
 	uint64_t trigger_time;		/* where the marker went, valid if trigger_placed */
 	int err;
@@ -416,6 +422,7 @@ static __attribute__((noinline)) int sink_other(struct ptd_output *o, const stru
 		if (err)
 			return err;
 	}
+	o->fast = !o->f && o->have_last && o->first_time;
 	return deliver(o, ev);
 }
 
@@ -428,13 +435,10 @@ static int sink_event(void *ctx, const struct ptd_event *ev)
 {
 	struct ptd_output *o = ctx;
 
-	if (ev->kind >= PTD_SWITCH_IN || o->f || !o->have_last || ev->pid != o->last_pid ||
-	    ev->tid != o->last_tid || ev->asid != o->last_as)
+	if (ev->kind >= PTD_SWITCH_IN || !o->fast || ev->pid != o->last_pid ||
+	    ev->tid != o->last_tid || ev->asid != o->last_as || ev->time < o->last_time)
 		return sink_other(o, ev);
-	if (!o->first_time || ev->time < o->first_time)
-		o->first_time = ev->time;
-	if (ev->time > o->last_time)
-		o->last_time = ev->time;
+	o->last_time = ev->time;
 	if (ev->kind == PTD_CALL)
 		return callstack__call(o->cs, ev->pid, ev->tid, ev->from, ev->to, ev->time);
 	if (ev->kind == PTD_RETURN)
