@@ -191,8 +191,12 @@ struct callstack {
 
 static int fail(struct callstack *cs, int err)
 {
-	if (err && !cs->err)
+	if (err && !cs->err) {
 		cs->err = err;
+		/* the usual cases, which start from last_th, need no test of cs->err: nothing
+		 * sets last_th again once cs->err is set (everything else tests it first) */
+		cs->last_th = NULL;
+	}
 	return err;
 }
 
@@ -706,22 +710,46 @@ static HOT int pop(struct callstack *cs, struct cs_thread *th, uint64_t t)
 	return err;
 }
 
+/* pop(), out of line: the usual cases' way out stays small */
+static __attribute__((noinline)) int pop_any(struct callstack *cs, struct cs_thread *th,
+					     uint64_t t)
+{
+	return pop(cs, th, t);
+}
+
 /*
- * pop()'s usual case, spelled out: the frame's slot in the log, closed as a complete event
- * (nothing inside it at its end); anything else through pop().
+ * pop()'s usual cases, spelled out: the frame's slot in the log, closed as a complete
+ * event (nothing inside it at its end), or as a begin event and an END slot appended
+ * with room in the log (a gap of no length: no timing in the trace); anything else
+ * through pop().
  */
 static HOT int pop_top(struct callstack *cs, struct cs_thread *th, uint64_t t)
 {
 	struct cs_frame *f = &th->st[th->depth - 1];
+	uint32_t depth = th->depth - 1;
 	struct fxt_packed *s;
 
-	if (f->slot >= SLOT_PREFIX || f->inner >= t || t - f->begin > UINT32_MAX)
-		return pop(cs, th, t);
+	if (f->slot >= SLOT_PREFIX)
+		return pop_any(cs, th, t);
 	s = &th->log[f->slot];
-	set_kind(s, SLOT_X);
-	s->dur = (uint32_t)(t - f->begin);
-	if (--th->depth && f[-1].inner < f->inner)
-		f[-1].inner = f->inner;
+	if (f->inner < t && t - f->begin <= UINT32_MAX) {
+		set_kind(s, SLOT_X);
+		s->dur = (uint32_t)(t - f->begin);
+		th->depth = depth;
+		if (depth && f[-1].inner < f->inner)
+			f[-1].inner = f->inner;
+		return 0;
+	}
+	if (th->nlog >= th->log_room)
+		return pop_any(cs, th, t);
+	set_kind(s, SLOT_B);
+	th->log[th->nlog++] = make_slot(th, t, depth, SLOT_END, f->name);
+	th->log_ends++;
+	if (depth > th->log_deepest)
+		th->log_deepest = depth;
+	th->depth = depth;
+	if (depth && f[-1].inner < t)
+		f[-1].inner = t;
 	return 0;
 }
 
@@ -1006,8 +1034,10 @@ static HOT struct cs_thread *usual_thread(struct callstack *cs, uint32_t pid, ui
 {
 	struct cs_thread *th = cs ? cs->last_th : NULL;
 
-	if (!th || th->pid != pid || th->tid != tid || cs->err || !th->live || t < th->last ||
-	    !th->depth || th->st[th->depth - 1].kind == FRAME_GAP)
+	/* no test of cs->err (see fail()) nor of th->live: a thread whose epoch is not
+	 * open has no frame */
+	if (!th || th->pid != pid || th->tid != tid || t < th->last || !th->depth ||
+	    th->st[th->depth - 1].kind == FRAME_GAP)
 		return NULL;
 	return th;
 }
@@ -1343,7 +1373,7 @@ int callstack__start(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t 
 	const struct cs_cache_ent *e;
 	int err;
 
-	if (!th || th->pid != pid || th->tid != tid || cs->err || !th->live || t < th->last ||
+	if (!th || th->pid != pid || th->tid != tid || t < th->last ||
 	    th->depth < 2 || th->st[th->depth - 1].kind != FRAME_GAP ||
 	    (th->stopped && th->resume && ip != th->resume))
 		return start_any(cs, pid, tid, ip, t);
