@@ -1136,6 +1136,13 @@ int fxt_events_id(struct fxt_writer *w, uint32_t thread, uint32_t cat, uint64_t 
 			/* in locals: the stores through p and stamp could alias them */
 			const uint16_t *sidx = w->sidx;
 			uint32_t *stamp = l->stamp, nstrs = w->nstrs;
+			/* each kind's header but the name's ref, made once per run */
+			const uint64_t head[4] = {
+				0,
+				hdr | (uint64_t)words[1] << 4 | (uint64_t)type[1] << 16,
+				hdr | (uint64_t)words[2] << 4 | (uint64_t)type[2] << 16,
+				hdr | (uint64_t)words[3] << 4 | (uint64_t)type[3] << 16,
+			};
 
 			for (; i < end; i++) {
 				const struct fxt_packed *e = &ev[i];
@@ -1147,8 +1154,7 @@ int fxt_events_id(struct fxt_writer *w, uint32_t thread, uint32_t cat, uint64_t 
 				if (k - 1 >= 3 || name >= nstrs || !(nref = sidx[name]))
 					break;
 				stamp[nref] = ++clock;
-				p[0] = le(hdr | (uint64_t)words[k] << 4 | (uint64_t)type[k] << 16 |
-					  (uint64_t)nref << 48);
+				p[0] = le(head[k] | (uint64_t)nref << 48);
 				p[1] = le(ts);
 				p[2] = le(ts + e->dur);	/* overwritten by the next unless complete */
 				p += words[k];
