@@ -720,17 +720,17 @@ static __attribute__((noinline)) int pop_any(struct callstack *cs, struct cs_thr
 /*
  * pop()'s usual cases, spelled out: the frame's slot in the log, closed as a complete
  * event (nothing inside it at its end), or as a begin event and an END slot appended
- * with room in the log (a gap of no length: no timing in the trace); anything else
- * through pop().
+ * with room in the log (a gap of no length: no timing in the trace). False, and nothing
+ * done, for anything else (pop()'s).
  */
-static HOT int pop_top(struct callstack *cs, struct cs_thread *th, uint64_t t)
+static HOT bool pop_usual(struct cs_thread *th, uint64_t t)
 {
 	struct cs_frame *f = &th->st[th->depth - 1];
 	uint32_t depth = th->depth - 1;
 	struct fxt_packed *s;
 
 	if (f->slot >= SLOT_PREFIX)
-		return pop_any(cs, th, t);
+		return false;
 	s = &th->log[f->slot];
 	if (f->inner < t && t - f->begin <= UINT32_MAX) {
 		set_kind(s, SLOT_X);
@@ -738,10 +738,10 @@ static HOT int pop_top(struct callstack *cs, struct cs_thread *th, uint64_t t)
 		th->depth = depth;
 		if (depth && f[-1].inner < f->inner)
 			f[-1].inner = f->inner;
-		return 0;
+		return true;
 	}
 	if (th->nlog >= th->log_room)
-		return pop_any(cs, th, t);
+		return false;
 	set_kind(s, SLOT_B);
 	th->log[th->nlog++] = make_slot(th, t, depth, SLOT_END, f->name);
 	th->log_ends++;
@@ -750,7 +750,13 @@ static HOT int pop_top(struct callstack *cs, struct cs_thread *th, uint64_t t)
 	th->depth = depth;
 	if (depth && f[-1].inner < t)
 		f[-1].inner = t;
-	return 0;
+	return true;
+}
+
+/* Closes the innermost frame at `t`: pop_usual(), else pop(). */
+static HOT int pop_top(struct callstack *cs, struct cs_thread *th, uint64_t t)
+{
+	return pop_usual(th, t) ? 0 : pop_any(cs, th, t);
 }
 
 static int pop_to(struct callstack *cs, struct cs_thread *th, uint32_t depth, uint64_t t)
@@ -1142,8 +1148,10 @@ int callstack__call(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t f
 	return 0;
 }
 
-int callstack__return(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t from,
-		      uint64_t to, uint64_t t)
+/* callstack__return() for a usual thread, but not its shortest case. */
+static __attribute__((noinline)) int return_near(struct callstack *cs, uint32_t pid,
+						 uint32_t tid, uint64_t from, uint64_t to,
+						 uint64_t t)
 {
 	struct cs_thread *th = usual_thread(cs, pid, tid, t);
 	const struct cs_frame *f;
@@ -1187,6 +1195,44 @@ int callstack__return(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t
 
 		if (err)
 			return err;
+	} while (th->depth > i);
+	return 0;
+}
+
+/*
+ * The usual cases, a return to the call site of the top frame or of one of the few
+ * below it that is not the slowest call yet, call nothing but tail calls (return_near()
+ * takes the rest, from the start: nothing has changed when it is called).
+ */
+int callstack__return(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t from,
+		      uint64_t to, uint64_t t)
+{
+	struct cs_thread *th = usual_thread(cs, pid, tid, t);
+	const struct cs_frame *f;
+	uint32_t i, lowest;
+
+	if (!th || th->untracked)
+		return return_near(cs, pid, tid, from, to, t);
+	i = th->depth - 1;
+	f = &th->st[i];
+	if (!returns_to(f->site, to)) {
+		lowest = th->depth > UNWIND_NEAR ? th->depth - UNWIND_NEAR : 0;
+		for (; i > lowest && !returns_to(th->st[i - 1].site, to); i--)
+			;
+		if (i == lowest)
+			return return_any(cs, pid, tid, from, to, t);
+		f = &th->st[--i];
+		if (t - f->called > cs->st.slowest_ns)
+			return return_near(cs, pid, tid, from, to, t);
+		cs->st.unwinds++;
+	} else if (t - f->called > cs->st.slowest_ns) {
+		return return_near(cs, pid, tid, from, to, t);
+	}
+	th->last = t;
+	cs->st.returns++;
+	do {
+		if (!pop_usual(th, t))
+			return pop_to(cs, th, i, t);
 	} while (th->depth > i);
 	return 0;
 }
