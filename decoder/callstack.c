@@ -102,6 +102,7 @@ struct cs_frame {
 	uint32_t name;		/* writer string id */
 	uint32_t slot;		/* see SLOT_NONE and friends */
 	enum frame_kind kind;	/* how it was made, hence how it ends */
+	uint32_t pad[3];	/* 64 bytes: a frame's address is a shift of its index */
 };
 
 struct cs_thread {
