@@ -1418,26 +1418,25 @@ int callstack__start(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t 
 {
 	struct cs_thread *th = cs ? cs->last_th : NULL;
 	const struct cs_cache_ent *e;
-	int err;
 
 	if (!th || th->pid != pid || th->tid != tid || t < th->last ||
 	    th->depth < 2 || th->st[th->depth - 1].kind != FRAME_GAP ||
 	    (th->stopped && th->resume && ip != th->resume))
 		return start_any(cs, pid, tid, ip, t);
-	th->last = t;
-	err = pop_top(cs, th, t);
-	if (err)
-		return err;
-	th->stopped = false;
-	/* resume_in_frame()'s usual case: `ip` in the symbol cache's first way, in the top
-	 * frame's function (or in none known) */
+	/*
+	 * resume_in_frame()'s usual case: `ip` in the symbol cache's first way, in the
+	 * function of the frame under the gap (or in none known); and pop_usual()'s. Else
+	 * start_any(), which does the same from the start (nothing has changed yet): only
+	 * tail calls here.
+	 */
 	e = &cs->cache[mix(ip, pid) & (CS_CACHE_SIZE - 2)];
-	if (e->addr == ip && e->pid == pid && ip != UINT64_MAX &&
-	    (!e->start || th->st[th->depth - 1].func == e->start)) {
-		cs->st.sym_lookups++;
-		return 0;
-	}
-	return resume_in_frame(cs, th, pid, ip, t);
+	if (e->addr != ip || e->pid != pid || ip == UINT64_MAX ||
+	    (e->start && th->st[th->depth - 2].func != e->start) || !pop_usual(th, t))
+		return start_any(cs, pid, tid, ip, t);
+	th->last = t;
+	th->stopped = false;
+	cs->st.sym_lookups++;
+	return 0;
 }
 
 int callstack__error(struct callstack *cs, uint32_t pid, uint32_t tid, uint64_t offset,
