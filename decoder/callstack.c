@@ -378,6 +378,18 @@ static HOT struct fxt_packed make_slot(const struct cs_thread *th, uint64_t t, u
 	return s;
 }
 
+/* make_slot() for a depth of at most max_depth (<= CS_MAX_DEPTH): never clamped */
+static HOT struct fxt_packed make_slot_shallow(const struct cs_thread *th, uint64_t t,
+					       uint32_t depth, enum slot_kind kind, uint32_t name)
+{
+	struct fxt_packed s;
+
+	s.bd = slot_time(th, t) | (uint64_t)depth << SLOT_TIME_BITS;
+	s.nk = (name & SLOT_NAME_MASK) | (uint32_t)kind << SLOT_KIND_SHIFT;
+	s.dur = 0;
+	return s;
+}
+
 static HOT enum slot_kind slot_kind(const struct fxt_packed *s)
 {
 	return (enum slot_kind)(s->nk >> SLOT_KIND_SHIFT);
@@ -1088,7 +1100,7 @@ static HOT void push_logged(struct cs_thread *th, enum frame_kind kind, uint64_t
 	struct cs_frame *f = frame_on_top(th, kind, site, func, name, t);
 
 	f->slot = th->nlog;
-	th->log[th->nlog++] = make_slot(th, t, th->depth, SLOT_PENDING, name);
+	th->log[th->nlog++] = make_slot_shallow(th, t, th->depth, SLOT_PENDING, name);
 	if (th->depth > th->log_deepest)
 		th->log_deepest = th->depth;
 	th->depth++;
