@@ -1078,8 +1078,8 @@ static HOT struct cs_frame *frame_on_top(struct cs_thread *th, enum frame_kind k
 	struct cs_frame *f = &th->st[th->depth];
 
 	th->last = t;
-	if (f[-1].inner < t)
-		f[-1].inner = t;
+	/* no frame's inner is later than th->last, and t is not earlier (usual_thread()) */
+	f[-1].inner = t;
 	f->site = site;
 	f->func = func;
 	f->begin = t;
