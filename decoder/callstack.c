@@ -749,7 +749,8 @@ static HOT bool pop_usual(struct cs_thread *th, uint64_t t)
 		set_kind(s, SLOT_X);
 		s->dur = (uint32_t)(t - f->begin);
 		th->depth = depth;
-		if (depth && f[-1].inner < f->inner)
+		/* a parent's inner is at most its child's begin, hence its inner */
+		if (depth)
 			f[-1].inner = f->inner;
 		return true;
 	}
@@ -761,8 +762,8 @@ static HOT bool pop_usual(struct cs_thread *th, uint64_t t)
 	if (depth > th->log_deepest)
 		th->log_deepest = depth;
 	th->depth = depth;
-	if (depth && f[-1].inner < t)
-		f[-1].inner = t;
+	if (depth)
+		f[-1].inner = t;	/* t is the thread's last time (usual_thread()) */
 	return true;
 }
 
