@@ -1321,23 +1321,12 @@ static int decode(struct pktq *q)
  * (when that does not wrap); the rest of what tcal_mtc() and time_mtc() do leaves it as
  * it is. mtc_steady says so, from the MTC before.
  */
-static inline int read_ahead_mtc(struct pktq *q)
+static __attribute__((noinline)) int read_ahead_mtc_unsteady(struct pktq *q)
 {
 	struct qtcal *c = &q->tcal;
 	struct qtime *t = &q->time;
-	uint32_t ctc = (uint32_t)q->nx.payload.mtc.ctc << q->cfg.mtc_freq;
-	uint64_t fc;
 	int status;
 
-	if (__builtin_expect(q->mtc_steady && ctc >= t->ctc, 1)) {
-		c->check_skl168 = false;
-		if (!ctc_fc(q, ctc - t->ctc, &fc)) {
-			t->base += fc;
-			t->tsc = t->base;
-		}
-		t->ctc = ctc;
-		return 0;
-	}
 	status = tcal_mtc(q, c, q->nx.payload.mtc.ctc);
 	if (status < 0 && status != -pte_bad_config)
 		return fallback(q, "MTC calibration");
@@ -1347,6 +1336,24 @@ static inline int read_ahead_mtc(struct pktq *q)
 	q->mtc_steady = c->have_mtc && !c->cyc_mtc && t->have_mtc && t->have_tma && !t->fc &&
 			!t->lost_cyc;
 	return 0;
+}
+
+static inline int read_ahead_mtc(struct pktq *q)
+{
+	struct qtime *t = &q->time;
+	uint32_t ctc = (uint32_t)q->nx.payload.mtc.ctc << q->cfg.mtc_freq;
+	uint64_t fc;
+
+	if (__builtin_expect(q->mtc_steady && ctc >= t->ctc, 1)) {
+		q->tcal.check_skl168 = false;
+		if (!ctc_fc(q, ctc - t->ctc, &fc)) {
+			t->base += fc;
+			t->tsc = t->base;
+		}
+		t->ctc = ctc;
+		return 0;
+	}
+	return read_ahead_mtc_unsteady(q);
 }
 
 /*
@@ -1390,14 +1397,17 @@ static inline int read_ahead_pad_mtc(struct pktq *q)
 	return status;
 }
 
-/* pt_qry_read_ahead: status packets up to the next TNT, TIP or event packet */
-static int read_ahead(struct pktq *q)
+/* pt_qry_read_ahead: status packets up to the next TNT, TIP or event packet (all of
+ * it; read_ahead() tries the common case inline first) */
+static __attribute__((noinline)) int read_ahead_slow_from(struct pktq *q, bool fetched)
 {
 	int status;
 
-	for (;;) {
-		status = 1;
-		if (q->pd_off == q->pos && q->pos < q->size) {
+	for (;; fetched = false) {
+		if (fetched) {
+			/* read_ahead_fast() fetched nx (have_next), a packet done here */
+			status = 0;
+		} else if (q->pd_off == q->pos && q->pos < q->size) {
 			status = read_ahead_pad_mtc(q);
 			if (status < 0)
 				return status;
@@ -1405,6 +1415,8 @@ static int read_ahead(struct pktq *q)
 				q->have_next = true;
 			else
 				status = 1;
+		} else {
+			status = 1;
 		}
 		/* an end, an error, MODE, CBR or a packet not done here */
 		if (status)
@@ -1437,6 +1449,48 @@ static int read_ahead(struct pktq *q)
 	}
 }
 
+static int read_ahead_slow(struct pktq *q)
+{
+	return read_ahead_slow_from(q, false);
+}
+
+/*
+ * read_ahead()'s common case, inline in the queries: the packet decoder at pos, PADs and
+ * MTCs, then a TNT or TIP no event is bound to (it becomes the next packet, have_next).
+ * 0 then; an MTC's error; 1 (or 2: nx is the next packet, one done here, have_next):
+ * read_ahead_rest() goes on from where this stopped.
+ */
+static inline __attribute__((always_inline)) int read_ahead_fast(struct pktq *q)
+{
+	uint32_t pkt;
+	int status;
+
+	if (__builtin_expect(q->pd_off != q->pos || q->pos >= q->size, 0))
+		return 1;
+	status = read_ahead_pad_mtc(q);
+	if (__builtin_expect(status, 0))
+		return status < 0 ? status : 1;
+	/* (a packet libipt decoded has a type below 32) */
+	pkt = PKT(q->nx.type);
+	if (__builtin_expect(!(pkt & PKT_DONE), 0))
+		return 1;
+	q->have_next = true;
+	return pkt & PKT_BRANCH & ~q->event_pkts ? 0 : 2;
+}
+
+/* After read_ahead_fast()'s `status` > 0: the rest of the read-ahead */
+static inline int read_ahead_rest(struct pktq *q, int status)
+{
+	return read_ahead_slow_from(q, status == 2);
+}
+
+static inline int read_ahead(struct pktq *q)
+{
+	int status = read_ahead_fast(q);
+
+	return status <= 0 ? status : read_ahead_rest(q, status);
+}
+
 /* ---------------------------------------------------------------- queries */
 
 static int start_at(struct pktq *q, uint64_t off, uint64_t *ip)
@@ -1457,7 +1511,7 @@ static int start_at(struct pktq *q, uint64_t off, uint64_t *ip)
 	/* the start address before reading ahead (an adjacent PSB+ may change it) */
 	if (ip && !last_ip_query(q, ip))
 		ip = NULL;
-	status = read_ahead(q);
+	status = read_ahead_slow(q);
 	if (status < 0)
 		return status;
 	status = status_flags(q);
@@ -1530,23 +1584,22 @@ static int own_get_sync_offset(const struct pktq *q, uint64_t *offset)
 	return 0;
 }
 
-/* pt_qry_cache_tnt: the next TNT packet into the cache */
-static __attribute__((noinline)) int cache_tnt(struct pktq *q)
+/* The next packet is a TNT with bits (the common case), for cache_tnt() */
+static inline bool tnt_next(const struct pktq *q)
+{
+	return q->have_next && is_tnt(q) && q->nx.payload.tnt.bit_size;
+}
+
+/* cache_tnt()'s way to the next TNT packet when it is not the next packet: 0 once it is */
+static __attribute__((noinline)) int tnt_ahead(struct pktq *q)
 {
 	int status;
 
 	for (;;) {
 		if (!q->have_next)
 			return provoke(q);
-		if (is_tnt(q)) {
-			/* decode(): the common case, directly */
-			if (!q->nx.payload.tnt.bit_size)
-				return fallback(q, "TNT");
-			q->tnt.payload = q->nx.payload.tnt.payload;
-			q->tnt.index = 1ull << (q->nx.payload.tnt.bit_size - 1);
-			q->pos += (uint64_t)q->nx_size;
-			break;
-		}
+		if (is_tnt(q))
+			return q->nx.payload.tnt.bit_size ? 0 : fallback(q, "TNT");
 		if (will_event(q) || q->nx.type == ppt_tip)
 			return -pte_bad_query;
 		q->event = NULL;
@@ -1555,12 +1608,39 @@ static __attribute__((noinline)) int cache_tnt(struct pktq *q)
 			return status;
 		if (q->event)
 			return -pte_event_ignored;
-		status = read_ahead(q);
+		status = read_ahead_slow(q);
 		if (status)
 			return status;
 	}
+}
+
+/*
+ * pt_qry_cache_tnt: the next TNT packet into the cache. Inline in the queries that take
+ * bits (one call's frame for the refill, the read-ahead and the bit), the common case
+ * first: the TNT packet is next and a TNT or TIP without an event comes after it.
+ */
+static inline __attribute__((always_inline)) int cache_tnt(struct pktq *q)
+{
+	int status;
+
+	if (__builtin_expect(!tnt_next(q), 0)) {
+		status = tnt_ahead(q);
+		if (status)
+			return status;
+	}
+	/* decode() of the TNT packet */
+	q->tnt.payload = q->nx.payload.tnt.payload;
+	q->tnt.index = 1ull << (q->nx.payload.tnt.bit_size - 1);
+	q->pos += (uint64_t)q->nx_size;
 	time_seen(q);
-	status = read_ahead(q);
+	status = read_ahead_fast(q);
+	if (__builtin_expect(!status, 1)) {
+		/* a TNT or TIP next, no event: the last bit's status is 0 (end_flags()) */
+		q->tnt.end_flags = 0;
+		return 0;
+	}
+	if (status > 0)
+		status = read_ahead_rest(q, status);
 	tnt_end_flags(q);
 	if (status < 0 && status != -pte_eos)
 		return status;
@@ -1653,7 +1733,7 @@ static int own_indirect_branch(struct pktq *q, uint64_t *addr)
 				*addr = ip;
 			break;
 		}
-		status = read_ahead(q);
+		status = read_ahead_slow(q);
 		if (status)
 			return status;
 	}
@@ -1691,7 +1771,7 @@ static int own_event(struct pktq *q, struct pt_event *event, size_t size)
 				memcpy(event, q->event, size);
 			break;
 		}
-		status = read_ahead(q);
+		status = read_ahead_slow(q);
 		if (status)
 			return status;
 	}
