@@ -91,6 +91,10 @@ struct pktq {
 	/* the next MTC read ahead takes read_ahead_mtc()'s short way (its comment says when);
 	 * cleared by every other change of time or tcal */
 	bool mtc_steady;
+	/* the last steady MTC's CTC delta (UINT32_MAX: none yet) and its fast counter ticks
+	 * (they depend on the configuration alone) */
+	uint32_t mtc_delta;
+	uint64_t mtc_fc;
 	struct qtcal tcal;
 	bool enabled, consume_packet;
 	struct pt_event *event;		/* the event the last decode published */
@@ -850,8 +854,11 @@ static int decode_psb(struct pktq *q)
 	uint64_t at = q->pos;
 	int status;
 
-	if (q->cfg.errata.skl168)
+	if (q->cfg.errata.skl168) {
 		q->tcal.check_skl168 = true;
+		/* the next MTC checks it (read_ahead_mtc_steady() leaves it) */
+		q->mtc_steady = false;
+	}
 	consume(q);
 	q->have_ip = q->ip_suppressed = false;
 	q->ip = 0;
@@ -1316,10 +1323,10 @@ static int decode(struct pktq *q)
 /*
  * An MTC read ahead (pt_qry_apply_mtc): the calibration, then the time. Most MTCs of a
  * trace come after TMA and an MTC with no CYC since (calibration and time have an MTC,
- * no cycles counted: tcal.cyc_mtc, time.fc and time.lost_cyc 0): the calibration then
- * only clears its SKL168 check, and the time advances by the CTC since the last MTC
- * (when that does not wrap); the rest of what tcal_mtc() and time_mtc() do leaves it as
- * it is. mtc_steady says so, from the MTC before.
+ * no cycles counted: tcal.cyc_mtc, time.fc and time.lost_cyc 0, and no SKL168 check
+ * since a PSB): the time then advances by the CTC since the last MTC (when that does not
+ * wrap), and the rest of what tcal_mtc() and time_mtc() do leaves it as it is:
+ * read_ahead_mtc_steady(). mtc_steady says so, from the MTC before.
  */
 static __attribute__((noinline)) int read_ahead_mtc_unsteady(struct pktq *q)
 {
@@ -1338,22 +1345,38 @@ static __attribute__((noinline)) int read_ahead_mtc_unsteady(struct pktq *q)
 	return 0;
 }
 
-static inline int read_ahead_mtc(struct pktq *q)
+/* A steady MTC (above): whether it was one (and is done) */
+static inline bool read_ahead_mtc_steady(struct pktq *q)
 {
 	struct qtime *t = &q->time;
 	uint32_t ctc = (uint32_t)q->nx.payload.mtc.ctc << q->cfg.mtc_freq;
+	uint32_t delta = ctc - t->ctc;
 	uint64_t fc;
 
-	if (__builtin_expect(q->mtc_steady && ctc >= t->ctc, 1)) {
-		q->tcal.check_skl168 = false;
-		if (!ctc_fc(q, ctc - t->ctc, &fc)) {
-			t->base += fc;
-			t->tsc = t->base;
+	if (__builtin_expect(!q->mtc_steady, 0))
+		return false;
+	/* most MTCs come the same CTC delta after the last: its fast counter ticks are kept
+	 * (ctc_fc() divides) */
+	if (__builtin_expect(delta != q->mtc_delta, 0)) {
+		if (ctc < t->ctc)
+			return false;
+		if (ctc_fc(q, delta, &fc) < 0) {
+			/* without CPUID 0x15 libipt ignores the MTC's time */
+			t->ctc = ctc;
+			return true;
 		}
-		t->ctc = ctc;
-		return 0;
+		q->mtc_delta = delta;
+		q->mtc_fc = fc;
 	}
-	return read_ahead_mtc_unsteady(q);
+	t->base += q->mtc_fc;
+	t->tsc = t->base;
+	t->ctc = ctc;
+	return true;
+}
+
+static inline int read_ahead_mtc(struct pktq *q)
+{
+	return read_ahead_mtc_steady(q) ? 0 : read_ahead_mtc_unsteady(q);
 }
 
 /*
@@ -1380,16 +1403,19 @@ static inline int read_ahead_pad_mtc(struct pktq *q)
 			pos += 1;
 			continue;
 		}
-		q->pos = pos;
 		if (q->nx.type != ppt_mtc)
 			break;
-		status = read_ahead_mtc(q);
-		if (status < 0) {
-			q->have_next = true;
-			break;
+		if (!read_ahead_mtc_steady(q)) {
+			q->pos = pos;
+			status = read_ahead_mtc_unsteady(q);
+			if (status < 0) {
+				q->have_next = true;
+				break;
+			}
 		}
 		pos += (uint64_t)size;
 	}
+	q->pos = pos;
 	q->nx_off = pos;
 	q->pd_off = pos + (uint64_t)size;
 	q->nx_size = size;
@@ -2047,6 +2073,7 @@ struct pktq *pktq_new(const struct pt_config *cfg, enum pktq_engine engine)
 	q->engine = engine;
 	q->tnt.inline_ok = engine == PKTQ_OWN;
 	q->event_pkts = PKT_EVENT;
+	q->mtc_delta = UINT32_MAX;
 	q->size = (uint64_t)(cfg->end - cfg->begin);
 	q->pd_off = UINT64_MAX;
 	q->pd = pt_pkt_alloc_decoder(&q->cfg);
