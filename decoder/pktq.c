@@ -1688,26 +1688,35 @@ static int own_cond_branch(struct pktq *q, int *taken)
 	return q->tnt.end_flags & -(int)!q->tnt.index;
 }
 
+/* A byte's bits in reverse order */
+#define REV2(b) (b), (b) + 2 * 64, (b) + 1 * 64, (b) + 3 * 64
+#define REV4(b) REV2(b), REV2((b) + 2 * 16), REV2((b) + 1 * 16), REV2((b) + 3 * 16)
+#define REV6(b) REV4(b), REV4((b) + 2 * 4), REV4((b) + 1 * 4), REV4((b) + 3 * 4)
+static const uint8_t byte_reversed[256] = { REV6(0), REV6(2), REV6(1), REV6(3) };
+
 static int own_cond_bits(struct pktq *q, uint64_t *bits, unsigned *n)
 {
 	uint64_t payload, index, b = 0;
-	unsigned k = 0;
+	unsigned k, left;
 
 	if (q->tnt.index) {
 		payload = q->tnt.payload;
 		index = q->tnt.index;
-	} else if (q->have_next && is_tnt(q) && q->nx.payload.tnt.bit_size) {
+	} else if (tnt_next(q)) {
 		/* what cache_tnt() would take first */
 		payload = q->nx.payload.tnt.payload;
 		index = 1ull << (q->nx.payload.tnt.bit_size - 1);
 	} else {
-		index = payload = 0;
+		*bits = 0;
+		*n = 0;
+		return 0;
 	}
-	for (; index; index >>= 1, k++)
-		if (payload & index)
-			b |= 1ull << k;
-	*bits = b;
-	*n = k;
+	/* the bits from index down, the highest first: reversed, a byte at a time */
+	left = (unsigned)(64 - __builtin_clzll(index));
+	for (k = 0; k < left; k += 8)
+		b |= (uint64_t)byte_reversed[(payload >> k) & 0xff] << (56 - k);
+	*bits = b >> (64 - left);
+	*n = left;
 	return 0;
 }
 
@@ -2071,7 +2080,7 @@ struct pktq *pktq_new(const struct pt_config *cfg, enum pktq_engine engine)
 	q->cfg = *cfg;
 	memset(&q->cfg.flags, 0, sizeof(q->cfg.flags));
 	q->engine = engine;
-	q->tnt.inline_ok = engine == PKTQ_OWN;
+	q->tnt.inline_mask = engine == PKTQ_OWN ? ~0ull : 0;
 	q->event_pkts = PKT_EVENT;
 	q->mtc_delta = UINT32_MAX;
 	q->size = (uint64_t)(cfg->end - cfg->begin);

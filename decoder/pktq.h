@@ -71,8 +71,10 @@ int pktq_cond_take(struct pktq *q, unsigned n);
 struct pktq_tnt {
 	uint64_t payload;	/* the cached TNT packet's bits */
 	uint64_t index;		/* the next bit's mask (the oldest bit is the highest); 0: none */
+	/* ~0 where this engine alone answers, 0 where not (PKTQ_LIBIPT, PKTQ_CHECK): with
+	 * index, one test says whether a bit is answered inline */
+	uint64_t inline_mask;
 	int end_flags;		/* the status of its last bit (pts_event_pending, pts_eos) */
-	bool inline_ok;		/* this engine alone answers (not PKTQ_LIBIPT, not PKTQ_CHECK) */
 };
 
 int pktq_cond_branch_slow(struct pktq *q, int *taken);
@@ -81,7 +83,7 @@ static inline int pktq_cond_branch(struct pktq *q, int *taken)
 {
 	struct pktq_tnt *tnt = (struct pktq_tnt *)q;
 
-	if (__builtin_expect(tnt->inline_ok && tnt->index, 1)) {
+	if (__builtin_expect(tnt->index & tnt->inline_mask, 1)) {
 		*taken = (tnt->payload & tnt->index) != 0;
 		tnt->index >>= 1;
 		/* 0 but for the last bit (without a branch: where it is varies) */
