@@ -1753,21 +1753,26 @@ static int own_indirect_branch(struct pktq *q, uint64_t *addr)
 		/* a TNT while bits are left: the user is out of step */
 		if (is_tnt(q) && q->tnt.index)
 			return -pte_bad_query;
-		/* the TIP asked for, most often: decode() would call this */
-		status = q->nx.type == ppt_tip ? decode_tip(q) : decode(q);
-		if (status)
-			return status;
-		if (q->event)
-			return -pte_event_ignored;
 		if (q->nx.type == ppt_tip) {
 			uint64_t ip;
 
+			/* the TIP asked for, most often: decode_tip() with no event bound to it
+			 * (will_event() says so) */
+			status = last_ip_update(q, &q->nx.payload.ip);
+			if (status)
+				return status;
+			consume(q);
 			if (last_ip_query(q, &ip) < 0)
 				flags |= pts_ip_suppressed;
 			else
 				*addr = ip;
 			break;
 		}
+		status = decode(q);
+		if (status)
+			return status;
+		if (q->event)
+			return -pte_event_ignored;
 		status = read_ahead_slow(q);
 		if (status)
 			return status;
@@ -1972,8 +1977,13 @@ static __attribute__((noinline)) int other_cond_branch(struct pktq *q, int *take
  * not this one alone */
 int pktq_cond_branch_slow(struct pktq *q, int *taken)
 {
-	if (__builtin_expect(q->engine == PKTQ_OWN, 1))
+	if (__builtin_expect(q->engine == PKTQ_OWN, 1)) {
+		/* a TIP next (often: a return that is not compressed): tnt_ahead()'s answer,
+		 * without own_cond_branch()'s frame */
+		if (!q->tnt.index && q->have_next && q->nx.type == ppt_tip)
+			return -pte_bad_query;
 		return own_cond_branch(q, taken);
+	}
 	return other_cond_branch(q, taken);
 }
 
