@@ -1491,7 +1491,8 @@ static inline __attribute__((always_inline)) int read_ahead_fast(struct pktq *q)
 	uint32_t pkt;
 	int status;
 
-	if (__builtin_expect(q->pd_off != q->pos || q->pos >= q->size, 0))
+	/* (at the end pt_pkt_next() fails: read_ahead_slow_from() then says so) */
+	if (__builtin_expect(q->pd_off != q->pos, 0))
 		return 1;
 	status = read_ahead_pad_mtc(q);
 	if (__builtin_expect(status, 0))
