@@ -1738,7 +1738,8 @@ static int own_cond_take(struct pktq *q, unsigned n)
 	if (n > left)
 		return -pte_invalid;
 	q->tnt.index = n == 64 ? 0 : q->tnt.index >> n;
-	return status_flags(q);
+	/* as own_cond_branch(): the status kept for the last bit */
+	return q->tnt.end_flags & -(int)!q->tnt.index;
 }
 
 static int own_indirect_branch(struct pktq *q, uint64_t *addr)
