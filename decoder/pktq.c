@@ -1617,6 +1617,23 @@ static inline bool tnt_next(const struct pktq *q)
 	return q->have_next && is_tnt(q) && q->nx.payload.tnt.bit_size;
 }
 
+/*
+ * A packet before the one a query asks for (a TNT, a TIP): decoded and read past, 0; or
+ * the query's error (-pte_event_ignored where it was an event).
+ */
+static int pass_packet(struct pktq *q)
+{
+	int status;
+
+	q->event = NULL;
+	status = decode(q);
+	if (status)
+		return status;
+	if (q->event)
+		return -pte_event_ignored;
+	return read_ahead_slow(q);
+}
+
 /* cache_tnt()'s way to the next TNT packet when it is not the next packet: 0 once it is */
 static __attribute__((noinline)) int tnt_ahead(struct pktq *q)
 {
@@ -1629,13 +1646,7 @@ static __attribute__((noinline)) int tnt_ahead(struct pktq *q)
 			return q->nx.payload.tnt.bit_size ? 0 : fallback(q, "TNT");
 		if (will_event(q) || q->nx.type == ppt_tip)
 			return -pte_bad_query;
-		q->event = NULL;
-		status = decode(q);
-		if (status)
-			return status;
-		if (q->event)
-			return -pte_event_ignored;
-		status = read_ahead_slow(q);
+		status = pass_packet(q);
 		if (status)
 			return status;
 	}
@@ -1751,7 +1762,6 @@ static int own_indirect_branch(struct pktq *q, uint64_t *addr)
 			return provoke(q);
 		if (will_event(q))
 			return -pte_bad_query;
-		q->event = NULL;
 		/* a TNT while bits are left: the user is out of step */
 		if (is_tnt(q) && q->tnt.index)
 			return -pte_bad_query;
@@ -1770,12 +1780,7 @@ static int own_indirect_branch(struct pktq *q, uint64_t *addr)
 				*addr = ip;
 			break;
 		}
-		status = decode(q);
-		if (status)
-			return status;
-		if (q->event)
-			return -pte_event_ignored;
-		status = read_ahead_slow(q);
+		status = pass_packet(q);
 		if (status)
 			return status;
 	}
