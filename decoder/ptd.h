@@ -349,6 +349,9 @@ int ptd_first_time(const uint8_t *buf, size_t size, const struct pt_config *cfg,
 int ptd_map_file(const char *path, const uint8_t **buf, size_t *size);
 /* Sets cfg->cpu and the errata that go with it; family 0 leaves both unset. */
 void ptd_config_cpu(struct pt_config *cfg, uint32_t family, uint32_t model, uint32_t stepping);
+struct capture;
+/* Sets cfg's timing (MTC frequency, nominal ratio, CPUID 0x15) from the capture's perf.data. */
+void ptd_config_timing(struct pt_config *cfg, const struct capture *cap);
 
 /* CLOCK_MONOTONIC in seconds (decode times, progress). */
 double ptd_seconds(void);

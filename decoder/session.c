@@ -83,32 +83,45 @@ static uint64_t rec_time(const struct pd_record *r)
 
 /* ---------------------------------------------------------------- config */
 
+/* The config of the capture's PT event (0: none). */
+static uint64_t pt_event_config(const struct capture *cap)
+{
+	uint32_t i;
+
+	for (i = 0; i < cap->nr_attrs; i++)
+		if (cap->attrs[i].attr.type == cap->pt.pmu_type)
+			return cap->attrs[i].attr.config;
+	return 0;
+}
+
+void ptd_config_timing(struct pt_config *cfg, const struct capture *cap)
+{
+	const struct pd_pt_info *pt = &cap->pt;
+	uint64_t config = pt_event_config(cap);
+
+	/* AUXTRACE_INFO holds masks of the config fields, as perf writes them */
+	if ((config & pt->mtc_bit) && pt->mtc_freq_bits)
+		cfg->mtc_freq = (uint8_t)((config & pt->mtc_freq_bits) >>
+					  __builtin_ctzll(pt->mtc_freq_bits));
+	cfg->nom_freq = (uint8_t)pt->max_non_turbo_ratio;
+	cfg->cpuid_0x15_eax = (uint32_t)pt->tsc_ctc_ratio_d;
+	cfg->cpuid_0x15_ebx = (uint32_t)pt->tsc_ctc_ratio_n;
+}
+
 /* "GenuineIntel,6,94,3" -> cpu; the errata follow. */
 static void config_from_capture(struct session *ss)
 {
 	const struct capture *cap = ss->cap;
 	const struct pd_pt_info *pt = &cap->pt;
 	unsigned family = 0, model = 0, stepping = 0;
-	uint64_t config = 0;
+	uint64_t config = pt_event_config(cap);
 	uint32_t i;
 
 	pt_config_init(&ss->config);
 	if (cap->host.cpuid && !strncmp(cap->host.cpuid, "GenuineIntel,", 13) &&
 	    sscanf(cap->host.cpuid + 13, "%u,%u,%u", &family, &model, &stepping) == 3)
 		ptd_config_cpu(&ss->config, family, model, stepping);
-	for (i = 0; i < cap->nr_attrs; i++) {
-		if (cap->attrs[i].attr.type == pt->pmu_type) {
-			config = cap->attrs[i].attr.config;
-			break;
-		}
-	}
-	/* AUXTRACE_INFO holds masks of the config fields, as perf writes them */
-	if ((config & pt->mtc_bit) && pt->mtc_freq_bits)
-		ss->config.mtc_freq = (uint8_t)((config & pt->mtc_freq_bits) >>
-						__builtin_ctzll(pt->mtc_freq_bits));
-	ss->config.nom_freq = (uint8_t)pt->max_non_turbo_ratio;
-	ss->config.cpuid_0x15_eax = (uint32_t)pt->tsc_ctc_ratio_d;
-	ss->config.cpuid_0x15_ebx = (uint32_t)pt->tsc_ctc_ratio_n;
+	ptd_config_timing(&ss->config, cap);
 
 	ss->clock.shift = (uint16_t)pt->time_shift;
 	ss->clock.mult = (uint32_t)pt->time_mult;

@@ -45,6 +45,7 @@
 #include "capstone_lazy.h"
 #include "capture_synth.h"
 #include "pktq.h"
+#include "ptd.h"
 #include "perfdata.h"
 #include "ptdecode.h"
 
@@ -246,6 +247,19 @@ static int write_file(const char *path, const void *data, size_t size)
 	return err;
 }
 
+/*
+ * The timing configuration of the input being measured, as ptbpf decode takes it from
+ * the capture: the decoders measured alone do the same MTC time math as the decode
+ * (without it, pktq alone skipped hase's and understated its share).
+ */
+static struct pt_config timing;
+
+static void timing_of(const struct capture *cap)
+{
+	pt_config_init(&timing);
+	ptd_config_timing(&timing, cap);
+}
+
 /* The libipt configuration of the benchmark's decoders over `pt`. */
 static void bench_config(struct pt_config *cfg, const uint8_t *pt, size_t size)
 {
@@ -257,6 +271,10 @@ static void bench_config(struct pt_config *cfg, const uint8_t *pt, size_t size)
 	cfg->cpu.model = 94;
 	cfg->cpu.stepping = 3;
 	pt_cpu_errata(&cfg->errata, &cfg->cpu);
+	cfg->mtc_freq = timing.mtc_freq;
+	cfg->nom_freq = timing.nom_freq;
+	cfg->cpuid_0x15_eax = timing.cpuid_0x15_eax;
+	cfg->cpuid_0x15_ebx = timing.cpuid_0x15_ebx;
 }
 
 /*
@@ -892,6 +910,7 @@ static void bench_hase(size_t want)
 		goto out;
 	}
 	/* the buffer starts at a PSB: its copies follow each other cleanly */
+	timing_of(cap);
 	big = repeat(cap->aux[0].data, cap->aux[0].size, want, &size);
 	if (!big || set_trace(cap, big, size) || perfdata_write(data, cap)) {
 		printf("hase: cannot write %s\n", data);
@@ -1058,6 +1077,7 @@ static void bench_mruby(size_t want)
 	}
 	/* no timing packets in this trace */
 	cap->attrs[0].attr.config &= ~(cap->pt.tsc_bit | cap->pt.mtc_bit);
+	timing_of(cap);
 	big = repeat(pt + begin, end - begin, want, &size);
 	if (!big || set_trace(cap, big, size) || perfdata_write(data, cap)) {
 		printf("mruby: cannot write %s\n", data);
