@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <intel-pt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +124,8 @@ static void remove_output(char *const argv[])
 			unlink(argv[i + 1]);
 }
 
+static volatile pid_t running_child;	/* the command run() waits for, 0: none */
+
 /* Runs argv with stdout and stderr to /dev/null. */
 static int run(char *const argv[], struct run *r)
 {
@@ -146,8 +149,12 @@ static int run(char *const argv[], struct run *r)
 		execvp(argv[0], argv);
 		_exit(127);
 	}
-	if (wait4(pid, &status, 0, &ru) < 0)
+	running_child = pid;
+	if (wait4(pid, &status, 0, &ru) < 0) {
+		running_child = 0;
 		return -errno;
+	}
+	running_child = 0;
 	r->wall = now() - t0;
 	r->cpu = cpu_seconds(&ru);
 	r->rss_kb = ru.ru_maxrss;
@@ -1094,6 +1101,42 @@ out:
 	capture__free(cap);
 }
 
+/*
+ * The benchmark's files (/tmp/ptbpf-bench-PID.*) removed when it is stopped (Ctrl-C, a
+ * kill): an interrupted run left tens of MB in /tmp. Paths made up front: a signal
+ * handler may only unlink.
+ */
+static const char *const tmp_suffixes[] = { "data", "fxt", "all", "sel", "mruby" };
+static char tmp_paths[sizeof(tmp_suffixes) / sizeof(tmp_suffixes[0])][64];
+
+static void remove_tmp_files(int sig)
+{
+	pid_t child = running_child;
+	size_t i;
+
+	/* first the command, which may still be writing one of them */
+	if (child > 0) {
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+	}
+	for (i = 0; i < sizeof(tmp_paths) / sizeof(tmp_paths[0]); i++)
+		unlink(tmp_paths[i]);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void clean_up_on_signals(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	size_t i;
+
+	for (i = 0; i < sizeof(tmp_paths) / sizeof(tmp_paths[0]); i++)
+		snprintf(tmp_paths[i], sizeof(tmp_paths[i]), "/tmp/ptbpf-bench-%d.%s", getpid(),
+			 tmp_suffixes[i]);
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		signal(sigs[i], remove_tmp_files);
+}
+
 int main(void)
 {
 	const char *data = getenv("TESTDATA"), *mib = getenv("PTBPF_BENCH_MIB");
@@ -1106,6 +1149,7 @@ int main(void)
 		return 1;
 	}
 	snprintf(data_dir, sizeof(data_dir), "%s", data);
+	clean_up_on_signals();
 	capstone_load_cpu();	/* first, before any in-process decode loads it */
 	/*
 	 * The skip benchmark on 4 times more: the target's 5 % of 16 MiB decode in ~20 ms,
