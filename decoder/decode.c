@@ -95,6 +95,12 @@ struct as_change {
 	int as;
 };
 
+/*
+ * Calls and returns a stretch may go through (each one an event: within a chunk's slack,
+ * see stretch_lim()).
+ */
+#define STRETCH_EDGES 64
+
 struct ptd_stream {
 	struct ptd_stream_opts o;
 	struct pt_block_decoder *dec;
@@ -135,6 +141,9 @@ struct ptd_stream {
 	/* synced with tracing on: START at the first block (beside uret and xol: on_block()
 	 * and stretch_lim() test the three at once) */
 	bool need_start;
+
+	/* the calls and returns of a stretch (ptd_fast_stretch()), for on_stretch() */
+	struct ptd_stretch_edge edges[STRETCH_EDGES];
 
 	uint64_t now;		/* ns of the current position (see now()) */
 	bool time_stale;	/* `now` needs asking libipt again */
@@ -894,6 +903,21 @@ static int stretch_range(void *ctx, uint64_t from, uint64_t *lo, uint64_t *hi)
 }
 
 /*
+ * An edge's time (ptd_stretch_lim.time): what now() would say there, given the fast
+ * decoder's time query's answer (status, tsc) there; as now_asked().
+ */
+static uint64_t stretch_time(void *ctx, int status, uint64_t tsc)
+{
+	struct ptd_stream *s = ctx;
+
+	if (status >= 0 && tsc != s->last_tsc) {
+		s->last_tsc = tsc;
+		s->now = ptd_clock_ns(&s->o.clock, tsc);
+	}
+	return s->now;
+}
+
+/*
  * Whether the next blocks may go as a stretch (ptd_fast_stretch()): blocks at which
  * on_block() would only count (no START, no trampoline, no event between them), within
  * the budget and the endless-loop checks, whose look at the trace offset stays with a
@@ -913,7 +937,22 @@ static bool stretch_lim(struct ptd_stream *s, struct ptd_stretch_lim *lim, bool 
 	if (lim->max_blocks > still)
 		lim->max_blocks = still;
 	lim->check_entry = false;
-	lim->range = NULL;
+	lim->ask_range = false;
+	lim->range = symbols ? stretch_range : NULL;
+	lim->ctx = s;
+	/*
+	 * Its calls and returns, each an event: no more than fill the chunk (the step's
+	 * other events, at most two, go into its slack).
+	 */
+	lim->edges = s->edges;
+	lim->max_edges = STRETCH_EDGES;
+	if (s->nr_out + lim->max_edges > PTD_CHUNK_EVENTS)
+		lim->max_edges = s->nr_out < PTD_CHUNK_EVENTS ?
+				 (unsigned)(PTD_CHUNK_EVENTS - s->nr_out) : 0;
+	/* resolve(): a return into the trampoline waits for where it lands */
+	lim->up_start = s->as >= 0 ? s->up_start : 0;
+	lim->up_end = s->as >= 0 ? s->up_end : 0;
+	lim->time = s->o.timeless ? NULL : stretch_time;
 	*defer = false;
 	switch (p->valid ? pending_class(s) : ptic_other) {
 	case ptic_return:
@@ -935,8 +974,7 @@ static bool stretch_lim(struct ptd_stream *s, struct ptd_stretch_lim *lim, bool 
 		s->fn_valid = false;
 		if (symbols) {
 			lim->lo = lim->hi = 0;
-			lim->range = stretch_range;
-			lim->ctx = s;
+			lim->ask_range = true;
 			return true;
 		}
 		break;
@@ -965,29 +1003,65 @@ static bool stretch_lim(struct ptd_stream *s, struct ptd_stretch_lim *lim, bool 
 	return true;
 }
 
-/* A stretch of blocks went by (ptd_fast_stretch()): count them as on_block() would. */
+/* The time now() says at edge `e` of a stretch that began after `insns0` instructions. */
+static uint64_t edge_now(const struct ptd_stream *s, const struct ptd_stretch_edge *e,
+			 uint64_t insns0)
+{
+	return s->o.timeless ? insns0 + e->insns : e->time;
+}
+
+/* A call or return of a stretch: resolve()'s event for it, at `time`. */
+static void edge_event(struct ptd_stream *s, const struct ptd_stretch_edge *e, uint64_t time)
+{
+	struct ptd_event *ev;
+
+	if (e->ret)
+		s->st.returns++;
+	else
+		s->st.calls++;
+	s->fn_valid = false;
+	ev = emit(s, e->ret ? PTD_RETURN : PTD_CALL, time);
+	if (ev) {
+		ev->from = e->from;
+		ev->to = e->to;
+	}
+}
+
+/*
+ * A stretch of blocks went by (ptd_fast_stretch()): count them as on_block() would, and
+ * make the events of its calls and returns as resolve() would have, but the last one's
+ * when it ends the stretch: it is pending, as after its block.
+ */
 static void on_stretch(struct ptd_stream *s, const struct ptd_stretch *st, bool defer)
 {
-	if (defer) {
-		/* the call or return into its first block; the function is the stretch's */
-		uint64_t start = s->fn_start, end = s->fn_end;
-		bool valid = s->fn_valid, known = s->fn_known;
+	uint64_t insns0 = s->st.insns;
+	unsigned k, events = st->nr_edges - st->edge_last;
 
+	/* the call or return into its first block */
+	if (defer)
 		resolve(s, st->ip);
-		s->fn_start = start;
-		s->fn_end = end;
-		s->fn_valid = valid;
-		s->fn_known = known;
-	}
+	for (k = 0; k < events; k++)
+		edge_event(s, &s->edges[k], edge_now(s, &s->edges[k], insns0));
+	/* the function since its last edge (or since it began) */
+	if (st->ranged)
+		fn_set(s, st->range, st->lo, st->hi);
 	s->fast_insns += st->insns;
 	s->fast_blocks += st->blocks;
 	s->st.fast_stretched += st->blocks;
+	s->st.fast_edges += st->nr_edges;
 	s->st.insns += st->insns;
 	s->st.blocks += st->blocks;
 	s->still_blocks += (uint32_t)st->blocks;
-	s->time_stale = true;
-	/* its branches made no event; the last one's is judged at the next block */
+	if (st->edge_last) {
+		/* set_pending() takes its time from now(): the edge's */
+		s->now = edge_now(s, &s->edges[events], insns0);
+		s->time_stale = false;
+	} else {
+		s->time_stale = true;
+	}
+	/* its jumps made no event; the last branch's is judged at the next block */
 	set_pending(s, st->end_ip, st->iclass, ptem_64bit, st->isid);
+	s->time_stale = true;
 }
 
 /* Tracing stopped after `ip`; it would go on at `next` (0: unknown) if nothing intervened. */
@@ -1468,10 +1542,10 @@ block:
 		status = PTD_FAST_FALLBACK;
 	} else if (stretch_lim(s, &lim, &defer)) {
 		status = ptd_fast_stretch(s->fast, &block, &lim, &stretch);
-		if (stretch.ranged)
-			fn_set(s, stretch.range, stretch.lo, stretch.hi);
 		if (stretch.blocks)
 			on_stretch(s, &stretch, defer);
+		else if (stretch.ranged)
+			fn_set(s, stretch.range, stretch.lo, stretch.hi);
 	} else {
 		status = ptd_fast_next(s->fast, &block);
 	}
@@ -1740,6 +1814,7 @@ void ptd_stream_stats(const struct ptd_stream *s, struct decode_stats *st)
 	st->fast_fallbacks += s->fast_fallbacks + s->st.fast_fallbacks;
 	st->fast_replayed += s->replayed + s->st.fast_replayed;
 	st->fast_stretched += s->st.fast_stretched;
+	st->fast_edges += s->st.fast_edges;
 	st->fast_tl_lookups += s->st.fast_tl_lookups;
 	st->fast_tl_hits += s->st.fast_tl_hits;
 	st->fast_tl_blocks += s->st.fast_tl_blocks;

@@ -633,6 +633,33 @@ static inline int take_cond(struct ptd_fast *f, const struct run *r, int status,
 	return 0;
 }
 
+static int indirect_trace(struct ptd_fast *f, struct run *r);
+
+/*
+ * The return ending run `r` after its TNT query (status, taken): a compressed return
+ * (a taken bit) pops the return stack (*compressed), an uncompressed one (no bit: a
+ * TIP follows) goes where the TIP says. As with_trace().
+ */
+static int ret_trace(struct ptd_fast *f, struct run *r, int status, int taken, bool *compressed)
+{
+	*compressed = false;
+	if (status >= 0) {
+		if (status & pts_ip_suppressed)
+			return FALLBACK(f);
+		f->status = status;
+		/* a compressed return is a taken bit */
+		if (!taken)
+			return -pte_bad_retcomp;
+		status = retstack_pop(f, &f->ip);
+		follow(f, r, 0);
+		*compressed = status >= 0;
+		return status;
+	}
+	if (status != -pte_bad_query)
+		return status;
+	return indirect_trace(f, r);
+}
+
 /*
  * The branch ending run `r` (already in the block) using trace: the next ip. 0 or a
  * query error; PTD_FAST_FALLBACK where libipt's paths differ (no ip in a TIP). In line,
@@ -642,33 +669,28 @@ static inline __attribute__((always_inline)) int with_trace(struct ptd_fast *f, 
 {
 	int status, taken;
 
+	bool compressed;
+
 	switch (r->kind) {
 	case RUN_COND:
 		status = next_bit(f, &taken);
 		return take_cond(f, r, status, taken);
 	case RUN_RET:
 		status = next_bit(f, &taken);
-		if (status >= 0) {
-			if (status & pts_ip_suppressed)
-				return FALLBACK(f);
-			f->status = status;
-			/* a compressed return is a taken bit */
-			if (!taken)
-				return -pte_bad_retcomp;
-			status = retstack_pop(f, &f->ip);
-			follow(f, r, 0);
-			return status;
-		}
-		if (status != -pte_bad_query)
-			return status;
-		break;
+		return ret_trace(f, r, status, taken, &compressed);
 	case RUN_ICALL:
 	case RUN_INDIRECT:
-		break;
+		return indirect_trace(f, r);
 	default:
 		return FALLBACK(f);
 	}
-	status = pktq_indirect_branch(f->qry, &f->ip);
+}
+
+/* The indirect branch ending run `r` goes where the next TIP says (as with_trace()). */
+static int indirect_trace(struct ptd_fast *f, struct run *r)
+{
+	int status = pktq_indirect_branch(f->qry, &f->ip);
+
 	if (status < 0)
 		return status;
 	/* libipt's first visit says -pte_noip here, its cached path goes on */
@@ -1185,6 +1207,28 @@ static int run_range(struct run *r, const struct ptd_stretch_lim *lim, uint64_t 
 	return answer;
 }
 
+/* The time of an edge (lim->time's answer to ptd_fast_time()'s), asked when that changes. */
+struct edge_clock {
+	int status;		/* the last answer (1: none yet) */
+	uint64_t tsc;
+	uint64_t time;		/* and lim->time's to it */
+};
+
+static inline uint64_t edge_time(struct ptd_fast *f, const struct ptd_stretch_lim *lim,
+				 struct edge_clock *c)
+{
+	uint32_t lost_mtc, lost_cyc;
+	uint64_t tsc = 0;
+	int status = pktq_time(f->qry, &tsc, &lost_mtc, &lost_cyc);
+
+	if (status != c->status || tsc != c->tsc) {
+		c->status = status;
+		c->tsc = tsc;
+		c->time = lim->time(lim->ctx, status, tsc);
+	}
+	return c->time;
+}
+
 int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_stretch_lim *lim,
 		     struct ptd_stretch *st)
 {
@@ -1192,7 +1236,11 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 	uint64_t n = 0, insns = 0, linked = 0;
 	struct run *r = NULL, *last = NULL;
 	struct tl_rec rec;	/* (only .on until a tracelet is recorded) */
-	bool next = false, keep = false;
+	struct edge_clock clock = { .status = 1 };
+	bool next = false, keep = false, last_edge = false;
+	/* [lo, hi) is asked at the next jump: at the start, or after an edge */
+	bool need_range = lim->ask_range && lim->range;
+	unsigned edges = 0;
 	int32_t idx;
 	int status = 0, taken;
 
@@ -1201,6 +1249,8 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 	st->insns = 0;
 	st->blocks = 0;
 	st->ranged = false;
+	st->nr_edges = 0;
+	st->edge_last = false;
 	if (f->process_event || !f->enabled || f->mode != ptem_64bit ||
 	    (lim->check_entry && (f->ip < lo || f->ip >= hi)))
 		return ptd_fast_next(f, b);
@@ -1230,7 +1280,7 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 		}
 		/* a tracelet from here, once the range is known (after the first jump) */
 		if (f->tl_on && !rec.on && (r->kind == RUN_COND || r->kind == RUN_JUMP) &&
-		    (!lim->range || last)) {
+		    !need_range) {
 			const struct tracelet *t;
 			uint64_t bits;
 			unsigned nbits;
@@ -1253,8 +1303,10 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 					linked += t->blocks;
 					n += t->blocks;
 					insns += t->insns;
-					if (t->pre >= 0)
+					if (t->pre >= 0) {
 						last = &f->runs[t->pre];
+						last_edge = false;
+					}
 					r = &f->runs[t->final];
 					ip = f->ip = r->ip;
 					f->from_slot = -1;
@@ -1286,12 +1338,61 @@ final_block:
 		} else if (r->kind == RUN_JUMP) {
 			f->ip = r->target;
 			follow(f, r, 0);
+		} else if ((r->kind == RUN_CALL || r->kind == RUN_RET) && edges < lim->max_edges) {
+			struct ptd_stretch_edge *e = &lim->edges[edges];
+			bool compressed;
+
+			/* a tracelet ends before a call or return (its walk always reaches it) */
+			if (rec.on) {
+				tl_put(f, &rec);
+				rec.on = false;
+			}
+			if (r->kind == RUN_CALL) {
+				e->time = 0;
+				if (lim->time && !(e->time = edge_time(f, lim, &clock))) {
+					status = 1;	/* the block is handed back */
+					keep = true;
+					break;
+				}
+				if (r->push)
+					retstack_push(f, r->end_ip + r->size);
+				f->ip = r->target;
+				follow(f, r, 0);
+			} else {
+				/*
+				 * A return goes on when compressed, with no event or status after
+				 * its bit and not into the [uprobes] trampoline; else its block,
+				 * its bit taken, is handed back as block_run() leaves it.
+				 */
+				status = next_bit(f, &taken);
+				status = ret_trace(f, r, status, taken, &compressed);
+				if (status < 0 || !compressed ||
+				    (f->status & (pts_event_pending | pts_eos)) ||
+				    (f->ip >= lim->up_start && f->ip < lim->up_end))
+					break;
+				e->time = 0;
+				if (lim->time && !(e->time = edge_time(f, lim, &clock)))
+					break;
+			}
+			e->from = r->end_ip;
+			e->to = f->ip;
+			e->ret = r->kind == RUN_RET;
+			insns += r->ninsn;
+			e->insns = insns;
+			edges++;
+			/* the function changes: [lo, hi) is asked again at the next jump */
+			need_range = lim->range != NULL;
+			st->ranged = false;
+			last = r;
+			last_edge = true;
+			continue;
 		} else {
 			status = 1;	/* not a jump: the block is handed back */
 			keep = true;
 			break;
 		}
-		if (lim->range && !last) {
+		if (need_range) {
+			need_range = false;
 			st->ranged = true;
 			st->range = run_range(r, lim, &lo, &hi);
 			st->lo = lo;
@@ -1307,6 +1408,7 @@ final_block:
 			tl_rec_cond(f, &rec, r, last, n, insns);
 		insns += r->ninsn;
 		last = r;
+		last_edge = false;
 	}
 	/* a tracelet cut short where its walk always ends (not by max_blocks or an event) */
 	if (rec.on && keep)
@@ -1318,6 +1420,8 @@ final_block:
 		f->nexts += n + !next;
 	st->insns = insns;
 	st->blocks = n;
+	st->nr_edges = edges;
+	st->edge_last = last_edge;
 	if (last) {
 		st->end_ip = last->end_ip;
 		st->isid = last->isid;

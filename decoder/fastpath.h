@@ -66,37 +66,66 @@ int ptd_fast_event(struct ptd_fast *f, struct pt_event *event);
 /*
  * A stretch: blocks that end in a conditional or direct jump staying in [lo, hi), taken
  * with no event or status (pts_*) between them, so that the caller makes no output for
- * them and only counts them. ptd_fast_stretch() walks such blocks (at most max_blocks),
+ * them and only counts them; and, given room for edges, blocks that end in a direct
+ * call or a compressed return, whose output (a call or return event) the stretch hands
+ * back in order as edges. ptd_fast_stretch() walks such blocks (at most max_blocks),
  * sums them up in struct ptd_stretch, and hands back the first block that is not one,
  * as ptd_fast_next() does (the same block, status and errors). Where a run link leads
  * the way (the usual case), a block costs a compare and its TNT bit; where a tracelet
  * is known (the same TNT bits pending at the same ip before), the blocks of a TNT
  * packet's bits cost one lookup.
  */
+struct ptd_stretch_edge {
+	uint64_t from;		/* the call or return instruction */
+	uint64_t to;		/* where it went (the next block's ip) */
+	uint64_t insns;		/* the stretch's instructions up to and with it */
+	uint64_t time;		/* lim->time's answer there (0 without lim->time) */
+	bool ret;		/* a return (else a call) */
+};
+
 struct ptd_stretch_lim {
 	uint64_t lo, hi;	/* a jump whose target is in [lo, hi) makes no output */
 	uint64_t max_blocks;	/* blocks the stretch may hold (0: hand back the next) */
 	bool check_entry;	/* the ip must be in [lo, hi) too: the branch that led to
 				 * it is such a jump, not yet judged */
 	/*
-	 * NULL: [lo, hi) is known. Else it is asked at the first jump, of the function of
-	 * that jump's address (the caller's jump_leaves()): >= 0 and the range, or < 0 when
-	 * no range would make that jump quiet. Its answer must depend on nothing but the
-	 * address space and the address: it is kept with the run (asked once per run), and
-	 * handed back in struct ptd_stretch.
+	 * Whether [lo, hi) is known at the start (else it is asked at the first jump, as
+	 * after every edge). range: the function of a jump's address (the caller's
+	 * jump_leaves()): >= 0 and the range, or < 0 when no range would make that jump
+	 * quiet; NULL: [lo, hi) holds everywhere (no symbols: jumps make no output). Its
+	 * answer must depend on nothing but the address space and the address: it is kept
+	 * with the run (asked once per run), and the last one handed back in struct
+	 * ptd_stretch.
 	 */
+	bool ask_range;
 	int (*range)(void *ctx, uint64_t from, uint64_t *lo, uint64_t *hi);
 	void *ctx;
+	/*
+	 * Edges: room for max_edges (0: a call or return ends the stretch as any other
+	 * branch). A return into [up_start, up_end) ends it. time: the caller's time at an
+	 * edge, from ptd_fast_time()'s answer there (status, tsc), called when that answer
+	 * changes; 0 ends the stretch before the edge (or, a return's bit taken, with it).
+	 * NULL: edges have no time.
+	 */
+	struct ptd_stretch_edge *edges;
+	unsigned max_edges;
+	uint64_t up_start, up_end;
+	uint64_t (*time)(void *ctx, int status, uint64_t tsc);
 };
 
 struct ptd_stretch {
 	uint64_t ip;		/* its first block's ip; valid if blocks */
 	uint64_t insns;		/* instructions the stretch retired */
 	uint64_t blocks;	/* its blocks (0: none, the block handed back is the next) */
-	uint64_t end_ip;	/* its last instruction (a jump); valid if blocks */
+	uint64_t end_ip;	/* its last instruction (a jump, or the last edge's); valid if
+				 * blocks */
 	int isid;		/* that instruction's libipt section */
-	enum pt_insn_class iclass;	/* and class (ptic_cond_jump or ptic_jump) */
-	/* the stretch asked lim->range (whether it has blocks or not): its answer */
+	enum pt_insn_class iclass;	/* and class (ptic_cond_jump, ptic_jump, or the last
+					 * edge's ptic_call or ptic_return) */
+	unsigned nr_edges;	/* edges in lim->edges */
+	bool edge_last;		/* the last block is the last edge's */
+	/* the stretch asked lim->range after its last edge (whether it has blocks or
+	 * not): its answer */
 	bool ranged;
 	int range;
 	uint64_t lo, hi;

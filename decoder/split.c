@@ -951,6 +951,7 @@ static void lane_stats(struct lane *l)
 	all->fast_fallbacks = st.fast_fallbacks;
 	all->fast_replayed = st.fast_replayed;
 	all->fast_stretched = st.fast_stretched;
+	all->fast_edges = st.fast_edges;
 	all->fast_tl_lookups = st.fast_tl_lookups;
 	all->fast_tl_hits = st.fast_tl_hits;
 	all->fast_tl_blocks = st.fast_tl_blocks;

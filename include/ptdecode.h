@@ -68,6 +68,7 @@ struct decode_stats {
 	uint64_t fast_stored;		/* misses copied from the runs another stream decoded */
 	uint64_t fast_stretched;	/* of fast_blocks: walked in stretches, counted as one
 					 * sum each (decoder/fastpath.c, ptd_fast_stretch()) */
+	uint64_t fast_edges;		/* of those: calls and returns stretches went through */
 	/* of those: tracelets looked up, found, the blocks they walked, evictions */
 	uint64_t fast_tl_lookups, fast_tl_hits, fast_tl_blocks, fast_tl_evictions;
 	/* one CPU's stream on several cores: pieces decoded (0: no stream was split), and

@@ -427,7 +427,8 @@ static void print_stats(const struct decode_stats *st)
 		fprintf(stderr, "fast path     %" PRIu64 " of %" PRIu64 " blocks (%.1f %%; %.1f %% "
 			"in stretches), run cache hits %.1f %% of %" PRIu64 " lookups (%" PRIu64
 			" runs decoded, %" PRIu64 " copied from another stream's), %" PRIu64
-			" flushes; block decoder took over %" PRIu64 " times, replaying %" PRIu64
+			" flushes; stretches through %" PRIu64 " calls and returns; block decoder "
+			"took over %" PRIu64 " times, replaying %" PRIu64
 			" blocks\n",
 			st->fast_blocks, st->blocks,
 			st->blocks ? 100.0 * (double)st->fast_blocks / (double)st->blocks : 0.0,
@@ -435,7 +436,8 @@ static void print_stats(const struct decode_stats *st)
 			st->fast_lookups ? 100.0 * (double)st->fast_hits / (double)st->fast_lookups
 					 : 0.0,
 			st->fast_lookups, st->fast_lookups - st->fast_hits - st->fast_stored,
-			st->fast_stored, st->fast_flushes, st->fast_fallbacks, st->fast_replayed);
+			st->fast_stored, st->fast_flushes, st->fast_edges, st->fast_fallbacks,
+			st->fast_replayed);
 	else if (st->fast_off_small)
 		fprintf(stderr, "fast path     off: %" PRIu64 " bytes of PT, too few for it to pay "
 			"(PTBPF_FAST_MIN_PT)\n", st->bytes);
