@@ -1338,7 +1338,20 @@ final_block:
 		} else if (r->kind == RUN_JUMP) {
 			f->ip = r->target;
 			follow(f, r, 0);
-		} else if ((r->kind == RUN_CALL || r->kind == RUN_RET) && edges < lim->max_edges) {
+		} else if (r->kind == RUN_INDIRECT && r->iclass == ptic_jump) {
+			/*
+			 * An indirect jump: a jump whose target a TIP tells. A tracelet ends
+			 * before it (its walk always reaches it; where it goes, no TNT bit says).
+			 */
+			if (rec.on) {
+				tl_put(f, &rec);
+				rec.on = false;
+			}
+			status = indirect_trace(f, r);
+			if (status < 0 || (f->status & (pts_event_pending | pts_eos)))
+				break;
+		} else if ((r->kind == RUN_CALL || r->kind == RUN_ICALL || r->kind == RUN_RET) &&
+			   edges < lim->max_edges) {
 			struct ptd_stretch_edge *e = &lim->edges[edges];
 			bool compressed;
 
@@ -1360,15 +1373,21 @@ final_block:
 				follow(f, r, 0);
 			} else {
 				/*
-				 * A return goes on when compressed, with no event or status after
-				 * its bit and not into the [uprobes] trampoline; else its block,
-				 * its bit taken, is handed back as block_run() leaves it.
+				 * An indirect call or a return (compressed or not) goes on with no
+				 * event or status after its bit or TIP, a return not into the
+				 * [uprobes] trampoline; else its block, its trace taken, is handed
+				 * back as block_run() leaves it.
 				 */
-				status = next_bit(f, &taken);
-				status = ret_trace(f, r, status, taken, &compressed);
-				if (status < 0 || !compressed ||
-				    (f->status & (pts_event_pending | pts_eos)) ||
-				    (f->ip >= lim->up_start && f->ip < lim->up_end))
+				if (r->kind == RUN_ICALL) {
+					retstack_push(f, r->end_ip + r->size);
+					status = indirect_trace(f, r);
+				} else {
+					status = next_bit(f, &taken);
+					status = ret_trace(f, r, status, taken, &compressed);
+				}
+				if (status < 0 || (f->status & (pts_event_pending | pts_eos)) ||
+				    (r->kind == RUN_RET && f->ip >= lim->up_start &&
+				     f->ip < lim->up_end))
 					break;
 				e->time = 0;
 				if (lim->time && !(e->time = edge_time(f, lim, &clock)))
