@@ -1069,6 +1069,23 @@ int ptd_fast_next(struct ptd_fast *f, struct pt_block *b)
 #define TL_PAYS_BLOCKS 2	/* blocks before the final one */
 #define TL_SHORT_MAX 8
 
+/*
+ * Calls and returns a tracelet holds (edges, struct ptd_stretch_edge), without time: only
+ * stretches whose edges have none (no clock: instructions stand in) record and use them.
+ * A return in a tracelet pops a frame a call in it pushed (its target is then the one
+ * recorded); one that would pop an older frame, an indirect call or jump, and an
+ * uncompressed return end the tracelet before them. A hit replays its pushes and pops
+ * on the return stack, which keeps it exact (it is bounded and wraps).
+ */
+#define TL_EDGES 4
+
+struct tl_edge {
+	uint64_t from, to;
+	uint64_t pushed;	/* a call's return address pushed (if push) */
+	uint32_t insns;		/* the tracelet's instructions up to and with it */
+	bool ret, push;
+};
+
 struct tracelet {
 	uint64_t ip;		/* where it starts */
 	uint64_t bits;		/* the bits pending there, the oldest in bit 0 */
@@ -1081,6 +1098,14 @@ struct tracelet {
 	uint32_t stamp;		/* last use (LRU within the set) */
 	uint8_t nbits;		/* the bits' count; 0: an empty slot */
 	uint8_t take;		/* bits it takes: the last is the final block's */
+	uint8_t nedges;		/* edges before the final block */
+	bool pre_edge;		/* the block before the final one is the last edge's */
+	/* with edges: the range is asked at the final block (ask), or was after the last
+	 * edge: the answer, [flo, fhi) */
+	bool ask, franged;
+	int frange;
+	uint64_t flo, fhi;
+	struct tl_edge edge[TL_EDGES];
 };
 
 /* A tracelet being recorded by the walk block by block (after a miss). */
@@ -1091,6 +1116,10 @@ struct tl_rec {
 	unsigned nbits, took;	/* its key's bits, and the ones taken so far */
 	uint64_t n0, insns0;	/* the stretch's blocks and instructions when it began */
 	uint64_t flushes;	/* the run cache's flushes then: a flush drops it */
+	unsigned nedges;	/* edges recorded (in t.edge; t.nedges: up to the last
+				 * conditional branch counted) */
+	unsigned depth;		/* frames its calls pushed that its returns did not pop */
+	uint64_t asked;		/* the block at which the range was last asked */
 	struct tracelet t;	/* up to the last conditional branch counted */
 };
 
@@ -1134,8 +1163,8 @@ static void tl_put(struct ptd_fast *f, const struct tl_rec *rec)
 
 	if (rec->flushes != f->st.flushes)
 		return;
-	tl_note(&f->runs[rec->start], rec->took && rec->t.blocks >= TL_PAYS_BLOCKS);
-	if (!rec->took)
+	tl_note(&f->runs[rec->start], rec->t.take && rec->t.blocks >= TL_PAYS_BLOCKS);
+	if (!rec->t.take)
 		return;
 	for (w = 0; w < TL_WAYS; w++, t++) {
 		if (!t->nbits) {
@@ -1152,7 +1181,6 @@ static void tl_put(struct ptd_fast *f, const struct tl_rec *rec)
 	old->bits = rec->bits;
 	old->as = f->as;
 	old->nbits = (uint8_t)rec->nbits;
-	old->take = (uint8_t)rec->took;
 	old->stamp = ++f->tl_clock;
 }
 
@@ -1167,13 +1195,28 @@ static void tl_flush(struct ptd_fast *f)
  * being recorded, the stretch now at n blocks (r not yet counted) and insns.
  */
 static void tl_rec_cond(struct ptd_fast *f, struct tl_rec *rec, const struct run *r,
-			const struct run *before, uint64_t n, uint64_t insns)
+			const struct run *before, bool before_edge, uint64_t n, uint64_t insns,
+			const struct ptd_stretch *st)
 {
 	rec->took++;
+	rec->t.take = (uint8_t)rec->took;
 	rec->t.final = (int32_t)(r - f->runs);
 	rec->t.pre = n > rec->n0 ? (int32_t)(before - f->runs) : -1;
+	rec->t.pre_edge = n > rec->n0 && before_edge;
 	rec->t.blocks = (uint32_t)(n - rec->n0);
 	rec->t.insns = insns - rec->insns0;
+	rec->t.nedges = (uint8_t)rec->nedges;
+	if (rec->nedges) {
+		/* the range since the last edge: asked at this block, or before it (or
+		 * never: no range to ask) */
+		rec->t.ask = rec->asked == n;
+		rec->t.franged = st->ranged;
+		if (st->ranged) {
+			rec->t.frange = st->range;
+			rec->t.flo = st->lo;
+			rec->t.fhi = st->hi;
+		}
+	}
 	if (rec->took == rec->nbits) {
 		tl_put(f, rec);
 		rec->on = false;
@@ -1205,6 +1248,68 @@ static int run_range(struct run *r, const struct ptd_stretch_lim *lim, uint64_t 
 		r->fn_state = RUN_FN_KEPT;
 	}
 	return answer;
+}
+
+/* The tracelet being recorded ends here (cut short where its walk always ends). */
+static inline void tl_end(struct ptd_fast *f, struct tl_rec *rec)
+{
+	if (rec->on) {
+		tl_put(f, rec);
+		rec->on = false;
+	}
+}
+
+/* Whether the tracelet being recorded may hold the call or return ending run `r`. */
+static inline bool tl_holds(const struct tl_rec *rec, const struct run *r,
+			    const struct ptd_stretch_lim *lim)
+{
+	if (lim->time || rec->nedges >= TL_EDGES)
+		return false;
+	if (r->kind == RUN_CALL)
+		return true;
+	/* a return pops a frame of the tracelet, its bit not the last (the final block's) */
+	return r->kind == RUN_RET && rec->depth && rec->took + 1 < rec->nbits;
+}
+
+/* Whether tracelet `t`'s edges fit in the stretch (after `edges`) and may be replayed. */
+static bool tl_edges_fit(const struct tracelet *t, const struct ptd_stretch_lim *lim,
+			 unsigned edges)
+{
+	unsigned k;
+
+	if (lim->time || edges + t->nedges > lim->max_edges)
+		return false;
+	for (k = 0; k < t->nedges; k++)
+		if (t->edge[k].ret && t->edge[k].to >= lim->up_start && t->edge[k].to < lim->up_end)
+			return false;
+	return true;
+}
+
+/*
+ * Tracelet `t`'s edges into the stretch's (after `edges`, `insns` its instructions before
+ * the tracelet), their pushes and pops on the return stack; the number of edges after.
+ */
+static unsigned tl_replay(struct ptd_fast *f, const struct tracelet *t,
+			  const struct ptd_stretch_lim *lim, unsigned edges, uint64_t insns)
+{
+	uint64_t popped;
+	unsigned k;
+
+	for (k = 0; k < t->nedges; k++) {
+		const struct tl_edge *te = &t->edge[k];
+		struct ptd_stretch_edge *e = &lim->edges[edges++];
+
+		if (te->ret)
+			retstack_pop(f, &popped);	/* a frame of the tracelet: te->to */
+		else if (te->push)
+			retstack_push(f, te->pushed);
+		e->from = te->from;
+		e->to = te->to;
+		e->insns = insns + te->insns;
+		e->time = 0;
+		e->ret = te->ret;
+	}
+	return edges;
 }
 
 /* The time of an edge (lim->time's answer to ptd_fast_time()'s), asked when that changes. */
@@ -1294,7 +1399,8 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 			} else {
 				f->st.tl_lookups++;
 				t = tl_find(f, ip, bits, nbits, lo, hi);
-				if (t && n + t->blocks < left) {
+				if (t && n + t->blocks < left &&
+				    (!t->nedges || tl_edges_fit(t, lim, edges))) {
 					/* its blocks before the final one go as a sum */
 					tl_note(r, t->blocks >= TL_PAYS_BLOCKS);
 					f->st.tl_hits++;
@@ -1302,10 +1408,21 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 					/* counted as the runs found they stand for (this one is) */
 					linked += t->blocks;
 					n += t->blocks;
+					if (t->nedges) {
+						edges = tl_replay(f, t, lim, edges, insns);
+						/* the range since its last edge */
+						need_range = t->ask;
+						st->ranged = !t->ask && t->franged;
+						if (st->ranged) {
+							st->range = t->frange;
+							lo = st->lo = t->flo;
+							hi = st->hi = t->fhi;
+						}
+					}
 					insns += t->insns;
 					if (t->pre >= 0) {
 						last = &f->runs[t->pre];
-						last_edge = false;
+						last_edge = t->pre_edge;
 					}
 					r = &f->runs[t->final];
 					ip = f->ip = r->ip;
@@ -1321,6 +1438,11 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 					rec.bits = bits;
 					rec.nbits = nbits;
 					rec.took = 0;
+					rec.nedges = 0;
+					rec.depth = 0;
+					rec.asked = UINT64_MAX;
+					rec.t.take = 0;
+					rec.t.nedges = 0;
 					rec.n0 = n;
 					rec.insns0 = insns;
 					rec.flushes = f->st.flushes;
@@ -1343,10 +1465,7 @@ final_block:
 			 * An indirect jump: a jump whose target a TIP tells. A tracelet ends
 			 * before it (its walk always reaches it; where it goes, no TNT bit says).
 			 */
-			if (rec.on) {
-				tl_put(f, &rec);
-				rec.on = false;
-			}
+			tl_end(f, &rec);
 			status = indirect_trace(f, r);
 			if (status < 0 || (f->status & (pts_event_pending | pts_eos)))
 				break;
@@ -1355,11 +1474,9 @@ final_block:
 			struct ptd_stretch_edge *e = &lim->edges[edges];
 			bool compressed;
 
-			/* a tracelet ends before a call or return (its walk always reaches it) */
-			if (rec.on) {
-				tl_put(f, &rec);
-				rec.on = false;
-			}
+			/* a tracelet it cannot hold ends before it (its walk always reaches it) */
+			if (rec.on && !tl_holds(&rec, r, lim))
+				tl_end(f, &rec);
 			if (r->kind == RUN_CALL) {
 				e->time = 0;
 				if (lim->time && !(e->time = edge_time(f, lim, &clock))) {
@@ -1384,11 +1501,16 @@ final_block:
 				} else {
 					status = next_bit(f, &taken);
 					status = ret_trace(f, r, status, taken, &compressed);
+					/* (while a tracelet is recorded, a TNT bit is pending) */
+					if (!compressed)
+						tl_end(f, &rec);
 				}
 				if (status < 0 || (f->status & (pts_event_pending | pts_eos)) ||
 				    (r->kind == RUN_RET && f->ip >= lim->up_start &&
-				     f->ip < lim->up_end))
+				     f->ip < lim->up_end)) {
+					tl_end(f, &rec);
 					break;
+				}
 				e->time = 0;
 				if (lim->time && !(e->time = edge_time(f, lim, &clock)))
 					break;
@@ -1399,6 +1521,22 @@ final_block:
 			insns += r->ninsn;
 			e->insns = insns;
 			edges++;
+			if (rec.on) {
+				struct tl_edge *te = &rec.t.edge[rec.nedges++];
+
+				te->from = e->from;
+				te->to = e->to;
+				te->insns = (uint32_t)(insns - rec.insns0);
+				te->ret = e->ret;
+				te->push = r->kind == RUN_CALL && r->push;
+				te->pushed = r->end_ip + r->size;
+				if (te->ret) {
+					rec.depth--;
+					rec.took++;	/* the return's bit */
+				} else {
+					rec.depth += te->push;
+				}
+			}
 			/* the function changes: [lo, hi) is asked again at the next jump */
 			need_range = lim->range != NULL;
 			st->ranged = false;
@@ -1416,6 +1554,7 @@ final_block:
 			st->range = run_range(r, lim, &lo, &hi);
 			st->lo = lo;
 			st->hi = hi;
+			rec.asked = n;
 			if (st->range < 0)
 				break;
 		}
@@ -1424,7 +1563,7 @@ final_block:
 			break;
 		}
 		if (rec.on && r->kind == RUN_COND)
-			tl_rec_cond(f, &rec, r, last, n, insns);
+			tl_rec_cond(f, &rec, r, last, last_edge, n, insns, st);
 		insns += r->ninsn;
 		last = r;
 		last_edge = false;
