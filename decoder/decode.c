@@ -919,9 +919,9 @@ static uint64_t stretch_time(void *ctx, int status, uint64_t tsc)
 
 /*
  * Whether the next blocks may go as a stretch (ptd_fast_stretch()): blocks at which
- * on_block() would only count (no START, no trampoline, no event between them), within
- * the budget and the endless-loop checks, whose look at the trace offset stays with a
- * block of its own. Fills `lim`. *defer: the branch before them makes an event (a call
+ * on_block() would only count or make a call's or return's event (no START, no
+ * trampoline, no event between them), within the budget and the endless-loop checks,
+ * whose look at the trace offset stays with a block of its own. Fills `lim`. *defer: the branch before them makes an event (a call
  * or return), made by on_stretch() if there are blocks, else by the next block's
  * on_block() as always.
  */
@@ -997,6 +997,10 @@ static bool stretch_lim(struct ptd_stream *s, struct ptd_stretch_lim *lim, bool 
 		/* jump_leaves(): a target in the function's range is no event, no change */
 		lim->lo = s->fn_start;
 		lim->hi = s->fn_end;
+	} else if (!lim->check_entry) {
+		/* no branch to judge (tracing started): jump_leaves() asks at the first jump */
+		lim->lo = lim->hi = 0;
+		lim->ask_range = true;
 	} else {
 		return false;
 	}

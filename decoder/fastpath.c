@@ -26,8 +26,10 @@
  *   - a stretch (ptd_fast_stretch()): the blocks that end in a conditional or direct
  *     jump staying in the caller's function range, walked here one after the other
  *     (link, TNT bit, compare) and handed to decode.c as one sum, since they make no
- *     output; their bits come from next_bit(), or a TNT packet's at once where a
- *     tracelet (the walk those bits made before from the same ip) says where they lead.
+ *     output, and through calls, returns and indirect jumps in the function, the calls
+ *     and returns handed to decode.c as edges (its events); their bits come from
+ *     next_bit(), or a TNT packet's at once where a tracelet (the walk those bits made
+ *     before from the same ip, with its calls and returns) says where they lead.
  *
  * Anything else (decode errors, a mode other than 64-bit, TSX, paging/VMCS events while
  * tracing, ptwrite, power events, errata work-arounds that apply, an instruction the
