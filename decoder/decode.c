@@ -921,9 +921,9 @@ static uint64_t stretch_time(void *ctx, int status, uint64_t tsc)
  * Whether the next blocks may go as a stretch (ptd_fast_stretch()): blocks at which
  * on_block() would only count or make a call's or return's event (no START, no
  * trampoline, no event between them), within the budget and the endless-loop checks,
- * whose look at the trace offset stays with a block of its own. Fills `lim`. *defer: the branch before them makes an event (a call
- * or return), made by on_stretch() if there are blocks, else by the next block's
- * on_block() as always.
+ * whose look at the trace offset stays with a block of its own. Fills `lim`. *defer:
+ * the branch before them makes an event (a call or return), made by on_stretch() if
+ * there are blocks, else by the next block's on_block() as always.
  */
 static bool stretch_lim(struct ptd_stream *s, struct ptd_stretch_lim *lim, bool *defer)
 {
