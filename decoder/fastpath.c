@@ -635,14 +635,15 @@ static inline int take_cond(struct ptd_fast *f, const struct run *r, int status,
 	return 0;
 }
 
-static int indirect_trace(struct ptd_fast *f, struct run *r);
+static inline int indirect_trace(struct ptd_fast *f, struct run *r);
 
 /*
  * The return ending run `r` after its TNT query (status, taken): a compressed return
  * (a taken bit) pops the return stack (*compressed), an uncompressed one (no bit: a
  * TIP follows) goes where the TIP says. As with_trace().
  */
-static int ret_trace(struct ptd_fast *f, struct run *r, int status, int taken, bool *compressed)
+static inline int ret_trace(struct ptd_fast *f, struct run *r, int status, int taken,
+			    bool *compressed)
 {
 	*compressed = false;
 	if (status >= 0) {
@@ -689,7 +690,7 @@ static inline __attribute__((always_inline)) int with_trace(struct ptd_fast *f, 
 }
 
 /* The indirect branch ending run `r` goes where the next TIP says (as with_trace()). */
-static int indirect_trace(struct ptd_fast *f, struct run *r)
+static inline int indirect_trace(struct ptd_fast *f, struct run *r)
 {
 	int status = pktq_indirect_branch(f->qry, &f->ip);
 
