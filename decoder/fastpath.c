@@ -177,6 +177,9 @@ struct ptd_fast {
 	uint32_t nr_lens;
 
 	struct tracelet *tl;	/* TL_SETS * TL_WAYS; NULL: none */
+	/* their edges (an entry is read only where its tracelet has edges: written);
+	 * allocated at the first tracelet with edges, NULL: none yet */
+	struct tl_more *tl_more;
 	uint32_t tl_clock;	/* tracelet uses so far (their LRU stamps) */
 	bool tl_on;		/* tracelets used (PTBPF_TRACELETS, an engine with bulk bits) */
 
@@ -1101,10 +1104,17 @@ struct tracelet {
 	uint32_t stamp;		/* last use (LRU within the set) */
 	uint8_t nbits;		/* the bits' count; 0: an empty slot */
 	uint8_t take;		/* bits it takes: the last is the final block's */
-	uint8_t nedges;		/* edges before the final block */
+	uint8_t nedges;		/* edges before the final block (in its struct tl_more) */
 	bool pre_edge;		/* the block before the final one is the last edge's */
-	/* with edges: the range is asked at the final block (ask), or was after the last
-	 * edge: the answer, [flo, fhi) */
+};
+_Static_assert(sizeof(struct tracelet) == 64, "a tracelet is one cache line");
+
+/*
+ * A tracelet's edges, apart (ptd_fast.tl_more, the same index): only decodes without
+ * time use them, and a tracelet stays one cache line. With edges: the range is asked
+ * at the final block (ask), or was after the last edge: the answer, [flo, fhi).
+ */
+struct tl_more {
 	bool ask, franged;
 	int frange;
 	uint64_t flo, fhi;
@@ -1124,6 +1134,7 @@ struct tl_rec {
 	unsigned depth;		/* frames its calls pushed that its returns did not pop */
 	uint64_t asked;		/* the block at which the range was last asked */
 	struct tracelet t;	/* up to the last conditional branch counted */
+	struct tl_more more;	/* its edges */
 };
 
 static inline struct tracelet *tl_set(struct ptd_fast *f, uint64_t ip, uint64_t bits,
@@ -1169,6 +1180,10 @@ static void tl_put(struct ptd_fast *f, const struct tl_rec *rec)
 	tl_note(&f->runs[rec->start], rec->t.take && rec->t.blocks >= TL_PAYS_BLOCKS);
 	if (!rec->t.take)
 		return;
+	/* its edges go apart, into a table made for the first (no memory: not kept) */
+	if (rec->t.nedges && !f->tl_more &&
+	    !(f->tl_more = malloc(TL_SETS * TL_WAYS * sizeof(*f->tl_more))))
+		return;
 	for (w = 0; w < TL_WAYS; w++, t++) {
 		if (!t->nbits) {
 			old = t;
@@ -1185,6 +1200,8 @@ static void tl_put(struct ptd_fast *f, const struct tl_rec *rec)
 	old->as = f->as;
 	old->nbits = (uint8_t)rec->nbits;
 	old->stamp = ++f->tl_clock;
+	if (rec->t.nedges)
+		f->tl_more[old - f->tl] = rec->more;
 }
 
 static void tl_flush(struct ptd_fast *f)
@@ -1212,12 +1229,12 @@ static void tl_rec_cond(struct ptd_fast *f, struct tl_rec *rec, const struct run
 	if (rec->nedges) {
 		/* the range since the last edge: asked at this block, or before it (or
 		 * never: no range to ask) */
-		rec->t.ask = rec->asked == n;
-		rec->t.franged = st->ranged;
+		rec->more.ask = rec->asked == n;
+		rec->more.franged = st->ranged;
 		if (st->ranged) {
-			rec->t.frange = st->range;
-			rec->t.flo = st->lo;
-			rec->t.fhi = st->hi;
+			rec->more.frange = st->range;
+			rec->more.flo = st->lo;
+			rec->more.fhi = st->hi;
 		}
 	}
 	if (rec->took == rec->nbits) {
@@ -1274,16 +1291,16 @@ static inline bool tl_holds(const struct tl_rec *rec, const struct run *r,
 	return r->kind == RUN_RET && rec->depth && rec->took + 1 < rec->nbits;
 }
 
-/* Whether tracelet `t`'s edges fit in the stretch (after `edges`) and may be replayed. */
-static bool tl_edges_fit(const struct tracelet *t, const struct ptd_stretch_lim *lim,
-			 unsigned edges)
+/* Whether tracelet `t`'s edges (`m`) fit in the stretch (after `edges`) and may be replayed. */
+static bool tl_edges_fit(const struct tracelet *t, const struct tl_more *m,
+			 const struct ptd_stretch_lim *lim, unsigned edges)
 {
 	unsigned k;
 
 	if (lim->time || edges + t->nedges > lim->max_edges)
 		return false;
 	for (k = 0; k < t->nedges; k++)
-		if (t->edge[k].ret && t->edge[k].to >= lim->up_start && t->edge[k].to < lim->up_end)
+		if (m->edge[k].ret && m->edge[k].to >= lim->up_start && m->edge[k].to < lim->up_end)
 			return false;
 	return true;
 }
@@ -1292,14 +1309,14 @@ static bool tl_edges_fit(const struct tracelet *t, const struct ptd_stretch_lim 
  * Tracelet `t`'s edges into the stretch's (after `edges`, `insns` its instructions before
  * the tracelet), their pushes and pops on the return stack; the number of edges after.
  */
-static unsigned tl_replay(struct ptd_fast *f, const struct tracelet *t,
+static unsigned tl_replay(struct ptd_fast *f, const struct tracelet *t, const struct tl_more *m,
 			  const struct ptd_stretch_lim *lim, unsigned edges, uint64_t insns)
 {
 	uint64_t popped;
 	unsigned k;
 
 	for (k = 0; k < t->nedges; k++) {
-		const struct tl_edge *te = &t->edge[k];
+		const struct tl_edge *te = &m->edge[k];
 		struct ptd_stretch_edge *e = &lim->edges[edges++];
 
 		if (te->ret)
@@ -1390,6 +1407,7 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 		if (f->tl_on && !rec.on && (r->kind == RUN_COND || r->kind == RUN_JUMP) &&
 		    !need_range) {
 			const struct tracelet *t;
+			const struct tl_more *m;
 			uint64_t bits;
 			unsigned nbits;
 
@@ -1402,8 +1420,9 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 			} else {
 				f->st.tl_lookups++;
 				t = tl_find(f, ip, bits, nbits, lo, hi);
+				m = t && t->nedges ? &f->tl_more[t - f->tl] : NULL;
 				if (t && n + t->blocks < left &&
-				    (!t->nedges || tl_edges_fit(t, lim, edges))) {
+				    (!m || tl_edges_fit(t, m, lim, edges))) {
 					/* its blocks before the final one go as a sum */
 					tl_note(r, t->blocks >= TL_PAYS_BLOCKS);
 					f->st.tl_hits++;
@@ -1411,15 +1430,15 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 					/* counted as the runs found they stand for (this one is) */
 					linked += t->blocks;
 					n += t->blocks;
-					if (t->nedges) {
-						edges = tl_replay(f, t, lim, edges, insns);
+					if (m) {
+						edges = tl_replay(f, t, m, lim, edges, insns);
 						/* the range since its last edge */
-						need_range = t->ask;
-						st->ranged = !t->ask && t->franged;
+						need_range = m->ask;
+						st->ranged = !m->ask && m->franged;
 						if (st->ranged) {
-							st->range = t->frange;
-							lo = st->lo = t->flo;
-							hi = st->hi = t->fhi;
+							st->range = m->frange;
+							lo = st->lo = m->flo;
+							hi = st->hi = m->fhi;
 						}
 					}
 					insns += t->insns;
@@ -1525,7 +1544,7 @@ final_block:
 			e->insns = insns;
 			edges++;
 			if (rec.on) {
-				struct tl_edge *te = &rec.t.edge[rec.nedges++];
+				struct tl_edge *te = &rec.more.edge[rec.nedges++];
 
 				te->from = e->from;
 				te->to = e->to;
@@ -1780,6 +1799,7 @@ static void fast_destroy(struct ptd_fast *f)
 	free(f->hash);
 	free(f->lens);
 	free(f->tl);
+	free(f->tl_more);
 	free(f);
 }
 
@@ -1834,6 +1854,7 @@ static struct ptd_fast *fast_recycled(struct ptd_images *im, struct ptd_run_stor
 	f->lens = keep.lens;
 	f->nr_lens = keep.nr_lens;
 	f->tl = keep.tl;
+	f->tl_more = keep.tl_more;
 	f->tl_clock = keep.tl_clock;
 	f->csf = keep.csf;
 	f->cs = keep.cs;
