@@ -645,11 +645,14 @@ static void measure(const char *name, const char *data, const char *sysroot, con
 	if (pkt > 0)
 		printf("  %-36s %8s %8.3f %12s %12.1f\n", "libipt packet decoder alone", "", pkt, "",
 		       mb / pkt);
+	/* met by both: on a busy machine perf script's long run gathers more wall time */
 	if (!pr.status && pr.wall > 0)
-		printf("  ratio perf script / ptbpf: %.1fx wall, %.1fx cpu (goal >= %.0fx: %s); "
-		       "libipt alone would be %.1fx\n",
+		printf("  ratio perf script / ptbpf: %.1fx wall, %.1fx cpu (goal >= %.0fx in both: "
+		       "%s); libipt alone would be %.1fx\n",
 		       pr.wall / pe.wall, pr.cpu / pe.cpu, GOAL_RATIO,
-		       pr.wall / pe.wall >= GOAL_RATIO ? "met" : "not met", pr.cpu / ipt);
+		       pr.wall / pe.wall >= GOAL_RATIO && pr.cpu / pe.cpu >= GOAL_RATIO ? "met" :
+											      "not met",
+		       pr.cpu / ipt);
 	printf("  PT per core: %.1f MB/s (goal >= %.0f: %s); ptbpf runs at %.0f%% of libipt's "
 	       "own speed\n", mb / pe.cpu, GOAL_MBS, mb / pe.cpu >= GOAL_MBS ? "met" : "not met",
 	       100.0 * ipt / pe.cpu);
