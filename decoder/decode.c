@@ -1415,12 +1415,13 @@ static int budget_check(struct ptd_stream *s)
 	return 0;
 }
 
-/* One step: a sync, an event, or a block. */
+/* One step: a sync, or events and blocks until the chunk is full or a sync is due. */
 static void stream_step(struct ptd_stream *s)
 {
 	struct ptd_stretch_lim lim;
 	struct ptd_stretch stretch;
 	struct pt_block block;
+	struct pt_event ev;
 	bool defer;
 	int status;
 
@@ -1503,8 +1504,7 @@ static void stream_step(struct ptd_stream *s)
 	}
 
 	if (s->status & pts_event_pending) {
-		struct pt_event ev;
-
+event:
 		status = s->on_fast ? ptd_fast_event(s->fast, &ev) : PTD_FAST_FALLBACK;
 		if (status == PTD_FAST_FALLBACK) {
 			if (s->on_fast)
@@ -1534,7 +1534,7 @@ static void stream_step(struct ptd_stream *s)
 			s->end = PE_CLEAN;
 			s->state = ST_DONE;
 		}
-		return;
+		goto next;
 	}
 	if (s->status & pts_eos) {
 		s->state = ST_SYNC;
@@ -1598,6 +1598,18 @@ block:
 		return;
 	}
 	s->status = status;
+next:
+	/*
+	 * The next step at once, as ptd_stream_fill()'s loop would make it: an event after
+	 * the stretch it ended, the stretch after an event (kAFL's filters: 340 K disable
+	 * and enable pairs on mruby), without a return and a call between them.
+	 */
+	if (s->state != ST_RUN || s->nr_out >= PTD_CHUNK_EVENTS)
+		return;
+	if (s->status & pts_event_pending)
+		goto event;
+	if (!(s->status & pts_eos))
+		goto block;
 }
 
 /*
