@@ -170,6 +170,13 @@ struct ptd_stream {
 	int maps_as;
 	uint64_t maps_start, maps_end;
 	bool maps_exec;
+	/*
+	 * as_for()'s last answer: address space found_as for found_pid at any time of
+	 * [found_from, found_until) (an empty range: none).
+	 */
+	uint32_t found_pid;
+	int found_as;
+	uint64_t found_from, found_until;
 	struct decode_stats st;
 	uint64_t pos;		/* trace offset reached (progress) */
 	/* blocks decoded since the trace offset was last seen to move from still_off */
@@ -362,7 +369,13 @@ static int as_for(struct ptd_stream *s, uint32_t pid, uint64_t time)
 {
 	if (s->o.fixed_as >= 0 && !s->o.nr_sched)
 		return s->o.fixed_as;
-	return ptd_aspace_find(s->o.images, pid, time);
+	/* every start of tracing asks, mostly for the same process at much the same time */
+	if (pid != s->found_pid || time < s->found_from || time >= s->found_until) {
+		s->found_as = ptd_aspace_find_span(s->o.images, pid, time, &s->found_from,
+						   &s->found_until);
+		s->found_pid = pid;
+	}
+	return s->found_as;
 }
 
 static bool as_maps(struct ptd_stream *s, int as, uint64_t ip)
@@ -446,7 +459,8 @@ static int stream_set_image(struct ptd_stream *s, struct pt_image *image, int as
 }
 
 /* Sets the current thread and its image; returns 0 or a libipt error. */
-static int set_thread(struct ptd_stream *s, uint32_t pid, uint32_t tid, int as)
+static __attribute__((noinline)) int set_thread_changed(struct ptd_stream *s, uint32_t pid,
+							  uint32_t tid, int as)
 {
 	int err = 0;
 
@@ -483,6 +497,16 @@ static int set_thread(struct ptd_stream *s, uint32_t pid, uint32_t tid, int as)
 	s->have_thread = true;
 	s->fn_valid = false;
 	return err;
+}
+
+/* As set_thread_changed(), in line for the usual start of tracing: the same thread. */
+static inline int set_thread(struct ptd_stream *s, uint32_t pid, uint32_t tid, int as)
+{
+	if (as == s->as && s->have_thread && pid == s->pid && tid == s->tid) {
+		s->fn_valid = false;
+		return 0;
+	}
+	return set_thread_changed(s, pid, tid, as);
 }
 
 /*

@@ -167,9 +167,11 @@ int ptd_aspace_fork(struct ptd_images *im, uint32_t parent, uint32_t pid, uint64
 	return c;
 }
 
-int ptd_aspace_find(const struct ptd_images *im, uint32_t pid, uint64_t time)
+int ptd_aspace_find_span(const struct ptd_images *im, uint32_t pid, uint64_t time,
+			 uint64_t *from, uint64_t *until)
 {
 	int best = -1, oldest = -1;
+	uint64_t next = UINT64_MAX;
 	uint32_t i;
 
 	/* The newest started at or before `time`; before all of them, the oldest. */
@@ -183,10 +185,23 @@ int ptd_aspace_find(const struct ptd_images *im, uint32_t pid, uint64_t time)
 		if (as->start_time <= time &&
 		    (best < 0 || as->start_time >= im->as[best].start_time))
 			best = (int)i;
+		/* the next start changes the answer */
+		if (as->start_time > time && as->start_time < next)
+			next = as->start_time;
 	}
+	/* the same spaces started at or before any time of [from, until): the same answer */
+	*from = best >= 0 ? im->as[best].start_time : 0;
+	*until = next;
 	if (best < 0)
 		best = oldest;
 	return best >= 0 ? best : -ENOENT;
+}
+
+int ptd_aspace_find(const struct ptd_images *im, uint32_t pid, uint64_t time)
+{
+	uint64_t from, until;
+
+	return ptd_aspace_find_span(im, pid, time, &from, &until);
 }
 
 static int cmp_map(const void *a, const void *b)

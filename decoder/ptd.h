@@ -129,6 +129,9 @@ int ptd_aspace_new(struct ptd_images *im, uint32_t pid, uint64_t time);
 int ptd_aspace_fork(struct ptd_images *im, uint32_t parent, uint32_t pid, uint64_t time);
 /* The address space of `pid` at `time` (the newest started at or before it), or -ENOENT. */
 int ptd_aspace_find(const struct ptd_images *im, uint32_t pid, uint64_t time);
+/* As ptd_aspace_find(), and the times [from, until) around `time` it answers the same for. */
+int ptd_aspace_find_span(const struct ptd_images *im, uint32_t pid, uint64_t time,
+			 uint64_t *from, uint64_t *until);
 /*
  * Add a file mapping (MMAP2) to address space `as`. `name` is the capture's file name;
  * "[vdso]" takes the capture's vDSO bytes, "[uprobes]" a synthetic trampoline.
