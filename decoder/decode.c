@@ -1031,6 +1031,41 @@ static bool stretch_lim(struct ptd_stream *s, struct ptd_stretch_lim *lim, bool 
 	return true;
 }
 
+/*
+ * What stretch_lim() leaves in the stream (the function it resets or finds) when no
+ * stretch is asked: an event binds further on (kAFL's filters: 340 K disables on
+ * mruby), its block is taken alone, as ptd_fast_stretch() would have, without the limits.
+ */
+static void stretch_lim_skipped(struct ptd_stream *s)
+{
+	struct pending_branch *p = &s->pend;
+	uint64_t still = 0xfff - (s->still_blocks & 0xfff);
+
+	if (s->need_start || s->uret || s->xol || s->st.blocks >= s->budget || !still ||
+	    !p->valid)
+		return;
+	switch (pending_class(s)) {
+	case ptic_return:
+	case ptic_far_return:
+		if (s->as >= 0 && in_uprobes(s, ptd_fast_ip(s->fast)))
+			return;
+		/* fall through */
+	case ptic_call:
+	case ptic_far_call:
+		if (p->time)
+			s->fn_valid = false;
+		return;
+	case ptic_jump:
+	case ptic_cond_jump:
+	case ptic_far_jump:
+		if (s->o.symbols && s->as >= 0)
+			fn_from(s, p->ip);
+		return;
+	default:
+		return;
+	}
+}
+
 /* The time now() says at edge `e` of a stretch that began after `insns0` instructions. */
 static uint64_t edge_now(const struct ptd_stream *s, const struct ptd_stretch_edge *e,
 			 uint64_t insns0)
@@ -1568,6 +1603,9 @@ event:
 block:
 	if (!s->on_fast) {
 		status = PTD_FAST_FALLBACK;
+	} else if (ptd_fast_event_waits(s->fast)) {
+		stretch_lim_skipped(s);
+		status = ptd_fast_next(s->fast, &block);
 	} else if (stretch_lim(s, &lim, &defer)) {
 		status = ptd_fast_stretch(s->fast, &block, &lim, &stretch);
 		if (stretch.blocks)

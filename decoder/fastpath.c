@@ -1785,6 +1785,12 @@ uint64_t ptd_fast_ip(const struct ptd_fast *f)
 	return f->ip;
 }
 
+bool ptd_fast_event_waits(const struct ptd_fast *f)
+{
+	/* ptd_fast_stretch() hands such a block to ptd_fast_next() at once */
+	return f->process_event;
+}
+
 void ptd_fast_stats(const struct ptd_fast *f, struct ptd_fast_stats *st)
 {
 	*st = f->st;

@@ -135,6 +135,8 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *block, const struct pt
 		     struct ptd_stretch *st);
 /* Where the next block starts (valid between blocks, with tracing on). */
 uint64_t ptd_fast_ip(const struct ptd_fast *f);
+/* An event is fetched that binds further on: the next block is taken alone (ptd_fast_next()). */
+bool ptd_fast_event_waits(const struct ptd_fast *f);
 void ptd_fast_stats(const struct ptd_fast *f, struct ptd_fast_stats *st);
 /* Frees the runs a decode's fast decoders share (struct ptd_images' run_store). */
 void ptd_run_store_free(struct ptd_run_store *st);
