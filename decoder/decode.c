@@ -365,7 +365,7 @@ static void emit_error(struct ptd_stream *s, int code, uint64_t ip)
 /* ---------------------------------------------------------------- threads */
 
 /* The address space of `pid` at `time` (raw mode: the only one), -ENOENT if none. */
-static int as_for(struct ptd_stream *s, uint32_t pid, uint64_t time)
+static inline int as_for(struct ptd_stream *s, uint32_t pid, uint64_t time)
 {
 	if (s->o.fixed_as >= 0 && !s->o.nr_sched)
 		return s->o.fixed_as;
@@ -378,13 +378,11 @@ static int as_for(struct ptd_stream *s, uint32_t pid, uint64_t time)
 	return s->found_as;
 }
 
-static bool as_maps(struct ptd_stream *s, int as, uint64_t ip)
+static __attribute__((noinline)) bool as_maps_slow(struct ptd_stream *s, int as, uint64_t ip)
 {
 	const struct ptd_map *m;
 	const struct ptd_aspace *a;
 
-	if (as == s->maps_as && ip >= s->maps_start && ip < s->maps_end)
-		return s->maps_exec;
 	m = as >= 0 ? ptd_aspace_lookup(s->o.images, as, ip) : NULL;
 	if (!m)
 		return false;
@@ -397,6 +395,14 @@ static bool as_maps(struct ptd_stream *s, int as, uint64_t ip)
 		s->maps_exec = m->exec;
 	}
 	return m->exec;
+}
+
+/* Whether address space `as` maps `ip` executable: its last map's answer in line. */
+static inline bool as_maps(struct ptd_stream *s, int as, uint64_t ip)
+{
+	if (as == s->maps_as && ip >= s->maps_start && ip < s->maps_end)
+		return s->maps_exec;
+	return as_maps_slow(s, as, ip);
 }
 
 /* The stream's copy of address space `as`'s image, made on first use; NULL on failure. */
