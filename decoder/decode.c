@@ -947,6 +947,58 @@ static uint64_t stretch_time(void *ctx, int status, uint64_t tsc)
 	return s->now;
 }
 
+/* The branch before the next block, as a stretch from there sees it (stretch_after()). */
+enum stretch_after {
+	AFTER_NONE,	/* no stretch may start here */
+	AFTER_CALLRET,	/* a call or return with its time: its event waits, the function
+			 * it leaves is forgotten */
+	AFTER_JUMP,	/* a jump, judged by the function of its ip (found now) */
+	AFTER_OTHER,	/* nothing pending that makes an event */
+};
+
+/*
+ * Whether a stretch may start at the next block, and what the branch before it does to
+ * the function the flow is in. stretch_lim() asks it; a block taken alone because an
+ * event binds further on (a disable: 340 K on mruby) asks it too, so that the function
+ * is left as a stretch would have left it.
+ */
+static enum stretch_after stretch_after(struct ptd_stream *s)
+{
+	struct pending_branch *p = &s->pend;
+	uint64_t still = 0xfff - (s->still_blocks & 0xfff);
+
+	if (s->need_start || s->uret || s->xol || s->st.blocks >= s->budget || !still)
+		return AFTER_NONE;
+	switch (p->valid ? pending_class(s) : ptic_other) {
+	case ptic_return:
+	case ptic_far_return:
+		/* a return into the uretprobe trampoline waits for where it lands */
+		if (s->as >= 0 && in_uprobes(s, ptd_fast_ip(s->fast)))
+			return AFTER_NONE;
+		/* fall through */
+	case ptic_call:
+	case ptic_far_call:
+		/*
+		 * Its event is made after the stretch, before its blocks are counted, at the
+		 * time the branch was taken (0: read later, at the next block: not here). It
+		 * leaves the function: the first jump's address tells the new one.
+		 */
+		if (!p->time)
+			return AFTER_NONE;
+		s->fn_valid = false;
+		return AFTER_CALLRET;
+	case ptic_jump:
+	case ptic_cond_jump:
+	case ptic_far_jump:
+		/* resolve() asks jump_leaves(), which judges it by the function of its ip */
+		if (s->o.symbols && s->as >= 0)
+			fn_from(s, p->ip);
+		return AFTER_JUMP;
+	default:
+		return AFTER_OTHER;
+	}
+}
+
 /*
  * Whether the next blocks may go as a stretch (ptd_fast_stretch()): blocks at which
  * on_block() would only count or make a call's or return's event (no START, no
@@ -957,11 +1009,11 @@ static uint64_t stretch_time(void *ctx, int status, uint64_t tsc)
  */
 static bool stretch_lim(struct ptd_stream *s, struct ptd_stretch_lim *lim, bool *defer)
 {
-	struct pending_branch *p = &s->pend;
+	enum stretch_after after = stretch_after(s);
 	bool symbols = s->o.symbols && s->as >= 0;
 	uint64_t still = 0xfff - (s->still_blocks & 0xfff);
 
-	if (s->need_start || s->uret || s->xol || s->st.blocks >= s->budget || !still)
+	if (after == AFTER_NONE)
 		return false;
 	lim->max_blocks = s->budget - s->st.blocks;
 	if (lim->max_blocks > still)
@@ -983,43 +1035,14 @@ static bool stretch_lim(struct ptd_stream *s, struct ptd_stretch_lim *lim, bool 
 	lim->up_start = s->as >= 0 ? s->up_start : 0;
 	lim->up_end = s->as >= 0 ? s->up_end : 0;
 	lim->time = s->o.timeless ? NULL : stretch_time;
-	*defer = false;
-	switch (p->valid ? pending_class(s) : ptic_other) {
-	case ptic_return:
-	case ptic_far_return:
-		/* a return into the uretprobe trampoline waits for where it lands */
-		if (s->as >= 0 && in_uprobes(s, ptd_fast_ip(s->fast)))
-			return false;
-		/* fall through */
-	case ptic_call:
-	case ptic_far_call:
-		/*
-		 * Its event is made after the stretch, before its blocks are counted, at the
-		 * time the branch was taken (0: read later, at the next block: not here). It
-		 * leaves the function: the first jump's address tells the new one.
-		 */
-		if (!p->time)
-			return false;
-		*defer = true;
-		s->fn_valid = false;
-		if (symbols) {
-			lim->lo = lim->hi = 0;
-			lim->ask_range = true;
-			return true;
-		}
-		break;
-	case ptic_jump:
-	case ptic_cond_jump:
-	case ptic_far_jump:
-		/* resolve() asks jump_leaves(), which judges it by the function of its ip */
-		if (symbols) {
-			fn_from(s, p->ip);
-			lim->check_entry = true;
-		}
-		break;
-	default:
-		break;
+	*defer = after == AFTER_CALLRET;
+	if (after == AFTER_CALLRET && symbols) {
+		lim->lo = lim->hi = 0;
+		lim->ask_range = true;
+		return true;
 	}
+	if (after == AFTER_JUMP && symbols)
+		lim->check_entry = true;
 	if (!symbols) {
 		lim->lo = 0;
 		lim->hi = UINT64_MAX;
@@ -1035,41 +1058,6 @@ static bool stretch_lim(struct ptd_stream *s, struct ptd_stretch_lim *lim, bool 
 		return false;
 	}
 	return true;
-}
-
-/*
- * What stretch_lim() leaves in the stream (the function it resets or finds) when no
- * stretch is asked: an event binds further on (kAFL's filters: 340 K disables on
- * mruby), its block is taken alone, as ptd_fast_stretch() would have, without the limits.
- */
-static void stretch_lim_skipped(struct ptd_stream *s)
-{
-	struct pending_branch *p = &s->pend;
-	uint64_t still = 0xfff - (s->still_blocks & 0xfff);
-
-	if (s->need_start || s->uret || s->xol || s->st.blocks >= s->budget || !still ||
-	    !p->valid)
-		return;
-	switch (pending_class(s)) {
-	case ptic_return:
-	case ptic_far_return:
-		if (s->as >= 0 && in_uprobes(s, ptd_fast_ip(s->fast)))
-			return;
-		/* fall through */
-	case ptic_call:
-	case ptic_far_call:
-		if (p->time)
-			s->fn_valid = false;
-		return;
-	case ptic_jump:
-	case ptic_cond_jump:
-	case ptic_far_jump:
-		if (s->o.symbols && s->as >= 0)
-			fn_from(s, p->ip);
-		return;
-	default:
-		return;
-	}
 }
 
 /* The time now() says at edge `e` of a stretch that began after `insns0` instructions. */
@@ -1610,7 +1598,7 @@ block:
 	if (!s->on_fast) {
 		status = PTD_FAST_FALLBACK;
 	} else if (ptd_fast_event_waits(s->fast)) {
-		stretch_lim_skipped(s);
+		stretch_after(s);
 		status = ptd_fast_next(s->fast, &block);
 	} else if (stretch_lim(s, &lim, &defer)) {
 		status = ptd_fast_stretch(s->fast, &block, &lim, &stretch);
