@@ -800,12 +800,29 @@ static int in_uprobes(const struct ptd_stream *s, uint64_t ip)
 	return ip == s->up_start ? 2 : 1;
 }
 
+/* A call's or return's event: its counter, the function left, the event at `time`. */
+static inline void call_return_event(struct ptd_stream *s, bool ret, uint64_t from, uint64_t to,
+				     uint64_t time)
+{
+	struct ptd_event *ev;
+
+	if (ret)
+		s->st.returns++;
+	else
+		s->st.calls++;
+	s->fn_valid = false;
+	ev = emit(s, ret ? PTD_RETURN : PTD_CALL, time);
+	if (ev) {
+		ev->from = from;
+		ev->to = to;
+	}
+}
+
 /* The previous block's branch went to `to`. In line: every block's on_block() asks. */
 static inline __attribute__((always_inline)) void resolve(struct ptd_stream *s, uint64_t to)
 {
 	struct pending_branch *p = &s->pend;
 	struct ptd_event *ev;
-	enum ptd_kind kind;
 
 	if (!p->valid)
 		return;
@@ -813,10 +830,8 @@ static inline __attribute__((always_inline)) void resolve(struct ptd_stream *s, 
 	switch (pending_class(s)) {
 	case ptic_call:
 	case ptic_far_call:
-		kind = PTD_CALL;
-		s->st.calls++;
-		s->fn_valid = false;
-		break;
+		call_return_event(s, false, p->ip, to, p->time ? p->time : now(s));
+		return;
 	case ptic_return:
 	case ptic_far_return:
 		if (s->as >= 0 && in_uprobes(s, to)) {
@@ -826,21 +841,18 @@ static inline __attribute__((always_inline)) void resolve(struct ptd_stream *s, 
 			s->uret_time = p->time;
 			return;
 		}
-		kind = PTD_RETURN;
-		s->st.returns++;
-		s->fn_valid = false;
-		break;
+		call_return_event(s, true, p->ip, to, p->time ? p->time : now(s));
+		return;
 	case ptic_jump:
 	case ptic_cond_jump:
 	case ptic_far_jump:
 		if (!s->o.symbols || s->as < 0 || !jump_leaves(s, p->ip, to))
 			return;
-		kind = PTD_JUMP;
 		break;
 	default:
 		return;
 	}
-	ev = emit(s, kind, p->time ? p->time : now(s));
+	ev = emit(s, PTD_JUMP, p->time ? p->time : now(s));
 	if (ev) {
 		ev->from = p->ip;
 		ev->to = to;
@@ -1067,22 +1079,6 @@ static uint64_t edge_now(const struct ptd_stream *s, const struct ptd_stretch_ed
 	return s->o.timeless ? insns0 + e->insns : e->time;
 }
 
-/* A call or return of a stretch: resolve()'s event for it, at `time`. */
-static void edge_event(struct ptd_stream *s, const struct ptd_stretch_edge *e, uint64_t time)
-{
-	struct ptd_event *ev;
-
-	if (e->ret)
-		s->st.returns++;
-	else
-		s->st.calls++;
-	s->fn_valid = false;
-	ev = emit(s, e->ret ? PTD_RETURN : PTD_CALL, time);
-	if (ev) {
-		ev->from = e->from;
-		ev->to = e->to;
-	}
-}
 
 /*
  * A stretch of blocks went by (ptd_fast_stretch()): count them as on_block() would, and
@@ -1098,7 +1094,8 @@ static void on_stretch(struct ptd_stream *s, const struct ptd_stretch *st, bool 
 	if (defer)
 		resolve(s, st->ip);
 	for (k = 0; k < events; k++)
-		edge_event(s, &s->edges[k], edge_now(s, &s->edges[k], insns0));
+		call_return_event(s, s->edges[k].ret, s->edges[k].from, s->edges[k].to,
+				  edge_now(s, &s->edges[k], insns0));
 	/* the function since its last edge (or since it began) */
 	if (st->ranged)
 		fn_set(s, st->range, st->lo, st->hi);
