@@ -428,13 +428,10 @@ static __attribute__((noinline)) int sink_other(struct ptd_output *o, const stru
 
 /*
  * Every event of the decode comes through here: a call or a return of the thread before
- * goes to the call-stack builder with nothing else to do (only tail calls, so this costs
- * next to nothing itself).
+ * goes to the call-stack builder with nothing else to do.
  */
-static int sink_event(void *ctx, const struct ptd_event *ev)
+static inline int sink_event(struct ptd_output *o, const struct ptd_event *ev)
 {
-	struct ptd_output *o = ctx;
-
 	if (ev->kind >= PTD_SWITCH_IN || !o->fast || ev->pid != o->last_pid ||
 	    ev->tid != o->last_tid || ev->asid != o->last_as || ev->time < o->last_time)
 		return sink_other(o, ev);
@@ -450,6 +447,18 @@ static int sink_event(void *ctx, const struct ptd_event *ev)
 	if (ev->kind == PTD_START)
 		return callstack__start(o->cs, ev->pid, ev->tid, ev->to, ev->time);
 	return cs_event(o, ev);
+}
+
+/* The merge's runs of events (ptd_sink): the loop is all a run costs beyond its events. */
+static int sink_events(void *ctx, const struct ptd_event *ev, size_t n)
+{
+	struct ptd_output *o = ctx;
+	const struct ptd_event *end = ev + n;
+	int err = 0;
+
+	for (; !err && ev < end; ev++)
+		err = sink_event(o, ev);
+	return err;
 }
 
 int ptd_output_open(const struct ptd_output_opts *oo, struct ptd_output **out,
@@ -502,7 +511,7 @@ int ptd_output_open(const struct ptd_output_opts *oo, struct ptd_output **out,
 		err = errno ? -errno : -ENOMEM;
 		goto fail;
 	}
-	sink->event = sink_event;
+	sink->events = sink_events;
 	sink->ctx = o;
 	*out = o;
 	return 0;
@@ -633,13 +642,14 @@ struct event_log {
 	size_t nr, cap;
 };
 
-static int log_event(void *ctx, const struct ptd_event *ev)
+static int log_events(void *ctx, const struct ptd_event *ev, size_t n)
 {
 	struct event_log *l = ctx;
 
-	if (array_grow_sz((void **)&l->ev, &l->cap, l->nr + 1, sizeof(*l->ev)))
+	if (array_grow_sz((void **)&l->ev, &l->cap, l->nr + n, sizeof(*l->ev)))
 		return -ENOMEM;
-	l->ev[l->nr++] = *ev;
+	memcpy(l->ev + l->nr, ev, n * sizeof(*ev));
+	l->nr += n;
 	return 0;
 }
 
@@ -665,7 +675,7 @@ static int output_timed(const struct ptd_output_opts *oo, struct ptd_stream **st
 {
 	const struct decode_opts *opts = oo->opts;
 	struct event_log l = {};
-	struct ptd_sink rec = { .event = log_event, .ctx = &l }, sink;
+	struct ptd_sink rec = { .events = log_events, .ctx = &l }, sink;
 	struct ptd_output *out = NULL;
 	double u0, s0, u1, s1;
 	size_t i;
@@ -683,8 +693,8 @@ static int output_timed(const struct ptd_output_opts *oo, struct ptd_stream **st
 	dlog("[output: %d calls]\n", e);
 	u0 = cpu_seconds(&s0);
 	e = ptd_output_open(oo, &out, &sink);
-	for (i = 0; !e && i < l.nr; i++)
-		e = sink.event(sink.ctx, &l.ev[i]);
+	if (!e && l.nr)
+		e = sink.events(sink.ctx, l.ev, l.nr);
 	if (out) {
 		int c = ptd_output_close(out, stats);
 

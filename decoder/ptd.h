@@ -62,9 +62,12 @@ struct ptd_event {
 	uint32_t cpu;		/* index of the producing stream (merge tie-break) */
 };
 
-/* Receives the merged events, one at a time, in time order per thread. */
+/*
+ * Receives the merged events, in time order per thread: `n` (at least 1) at a time, as
+ * runs of them come from one stream, so that the per-event cost is the sink's loop only.
+ */
 struct ptd_sink {
-	int (*event)(void *ctx, const struct ptd_event *ev);
+	int (*events)(void *ctx, const struct ptd_event *ev, size_t n);
 	void *ctx;
 };
 

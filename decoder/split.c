@@ -851,14 +851,22 @@ static const struct ptd_event *lane_head(struct merge *m, struct lane *l, bool t
 	}
 }
 
-/* The merge took lane l's head event. */
-static void lane_next(struct lane *l)
+/* The end of the events lane l's head is one of (the join's or the chunk's). */
+static const struct ptd_event *lane_end(const struct lane *l)
 {
-	l->delivered++;
 	if (l->join_pos < l->join.nr)
-		l->join_pos++;
+		return l->join.ev + l->join.nr;
+	return l->cur->ev + l->cur->nr;
+}
+
+/* The merge took lane l's head event and the n - 1 after it (up to lane_end()). */
+static void lane_next(struct lane *l, size_t n)
+{
+	l->delivered += n;
+	if (l->join_pos < l->join.nr)
+		l->join_pos += n;
 	else
-		l->pos++;
+		l->pos += n;
 }
 
 double ptd_seconds(void)
@@ -922,6 +930,23 @@ static bool before(const struct ptd_event *a, const struct ptd_event *b)
 	if (a->time != b->time)
 		return a->time < b->time;
 	return a->cpu < b->cpu;
+}
+
+/* An event the merge takes only if it comes strictly before (time, cpu), as before() says. */
+struct bound {
+	uint64_t time;
+	uint32_t cpu;
+};
+
+static bool below(const struct bound *b, uint64_t time, uint32_t cpu)
+{
+	return time < b->time || (time == b->time && cpu < b->cpu);
+}
+
+static void bound_lower(struct bound *b, uint64_t time, uint32_t cpu)
+{
+	if (below(b, time, cpu))
+		*b = (struct bound){ time, cpu };
 }
 
 /* A split lane's figures are its pieces', as the sequential decode would count them. */
@@ -1174,29 +1199,55 @@ int ptd_decode_streams(struct ptd_stream **streams, size_t nr, int jobs,
 			return err;
 	}
 	for (;;) {
-		const struct ptd_event *best = NULL, *ev;
+		const struct ptd_event *best = NULL, *ev, *end;
 		struct lane *bl = NULL;
+		/* the other lanes' heads: what stops a run of the best lane's events */
+		struct bound lim = { UINT64_MAX, UINT32_MAX };
+		unsigned long was = iter;
 
 		for (k = 0; k < nr; k++) {
 			ev = lane_head(m, &m->lanes[k], m->nthreads > 0);
-			if (ev && (!best || before(ev, best))) {
+			if (!ev)
+				continue;
+			if (!best || before(ev, best)) {
+				if (best)
+					bound_lower(&lim, best->time, best->cpu);
 				best = ev;
 				bl = &m->lanes[k];
+			} else {
+				bound_lower(&lim, ev->time, ev->cpu);
 			}
 		}
 		/* sideband goes first among equal times: a COMM names what follows */
 		if (x < nr_extra && (!best || extra[x].time <= best->time)) {
-			best = &extra[x++];
+			ev = &extra[x];
+			while (++x < nr_extra && (!best || extra[x].time <= best->time))
+				;
 			bl = NULL;
-		}
-		if (!best)
+			best = ev;
+			end = &extra[x];
+		} else if (best) {
+			if (x < nr_extra)
+				bound_lower(&lim, extra[x].time, 0);
+			/*
+			 * The head goes first; so do the events after it that come strictly
+			 * before every other head and the next sideband event: the merge would
+			 * take them one by one with nothing else in between.
+			 */
+			for (ev = best + 1, end = lane_end(bl);
+			     ev < end && below(&lim, ev->time, ev->cpu); ev++)
+				;
+			end = ev;
+		} else {
 			break;
-		err = sink->event(sink->ctx, best);
+		}
+		err = sink->events(sink->ctx, best, end - best);
 		if (err)
 			break;
 		if (bl)
-			lane_next(bl);
-		if (show_progress && !(++iter & 0xfff))
+			lane_next(bl, end - best);
+		iter += end - best;
+		if (show_progress && (iter >> 12) != (was >> 12))
 			progress(m, m->start, &last, false);
 	}
 	if (!err)
