@@ -91,9 +91,10 @@ struct pktq {
 	/* the next MTC read ahead takes read_ahead_mtc()'s short way (its comment says when);
 	 * cleared by every other change of time or tcal */
 	bool mtc_steady;
-	/* the last steady MTC's CTC delta (UINT32_MAX: none yet) and its fast counter ticks
-	 * (they depend on the configuration alone) */
-	uint32_t mtc_delta;
+	/* the last steady MTC's CTC delta and its fast counter ticks (they depend on the
+	 * configuration alone); UINT64_MAX, which no 32-bit delta is, until there is one
+	 * (UINT32_MAX is a CTC one back with MTC frequency 0) */
+	uint64_t mtc_delta;
 	uint64_t mtc_fc;
 	struct qtcal tcal;
 	bool enabled, consume_packet;
@@ -2099,7 +2100,7 @@ struct pktq *pktq_new(const struct pt_config *cfg, enum pktq_engine engine)
 	q->engine = engine;
 	q->tnt.inline_mask = engine == PKTQ_OWN ? ~0ull : 0;
 	q->event_pkts = PKT_EVENT;
-	q->mtc_delta = UINT32_MAX;
+	q->mtc_delta = UINT64_MAX;
 	q->size = (uint64_t)(cfg->end - cfg->begin);
 	q->pd_off = UINT64_MAX;
 	q->pd = pt_pkt_alloc_decoder(&q->cfg);

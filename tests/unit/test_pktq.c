@@ -289,20 +289,29 @@ static void ip_packet(struct pt_packet *p, enum pt_packet_type type, uint64_t *r
 		p->payload.ip.ipc = pt_ipc_sext_48;
 }
 
-/* A random stream of PSB+ and packets; some kinds weighted as in real traces. */
-static size_t encode_stream(uint8_t *buf, size_t size, uint64_t seed)
+/* libipt's encoder over buf */
+static struct pt_encoder *new_encoder(uint8_t *buf, size_t size)
 {
 	struct pt_config cfg;
 	struct pt_encoder *e;
-	struct pt_packet p;
-	uint64_t r = seed * 0x2545f4914f6cdd1dull + 7, off = 0;
-	int k, n = 200 + (int)(rng(&r) % 400);
 
 	pt_config_init(&cfg);
 	cfg.begin = buf;
 	cfg.end = buf + size;
 	e = pt_alloc_encoder(&cfg);
 	assert_non_null(e);
+	return e;
+}
+
+/* A random stream of PSB+ and packets; some kinds weighted as in real traces. */
+static size_t encode_stream(uint8_t *buf, size_t size, uint64_t seed)
+{
+	struct pt_encoder *e;
+	struct pt_packet p;
+	uint64_t r = seed * 0x2545f4914f6cdd1dull + 7, off = 0;
+	int k, n = 200 + (int)(rng(&r) % 400);
+
+	e = new_encoder(buf, size);
 	for (k = 0; k < n; k++) {
 		uint64_t x = rng(&r) % 100;
 
@@ -411,21 +420,141 @@ static size_t encode_stream(uint8_t *buf, size_t size, uint64_t seed)
 	return (size_t)off;
 }
 
-static void test_pktq_encoded(void **state)
+/* The streams `encode` makes with seeds 1 to n, each checked. */
+static void check_encoded(const char *what, size_t (*encode)(uint8_t *, size_t, uint64_t),
+			  uint64_t n)
 {
-	static uint8_t buf[1 << 16];
+	static uint8_t buf[1 << 17];
 	struct totals t = { 0 };
 	uint64_t seed;
-	char name[32];
+	char name[64];
 
-	(void)state;
-	for (seed = 1; seed <= 300; seed++) {
-		size_t size = encode_stream(buf, sizeof(buf), seed);
+	for (seed = 1; seed <= n; seed++) {
+		size_t size = encode(buf, sizeof(buf), seed);
 
-		snprintf(name, sizeof(name), "stream %llu", (unsigned long long)seed);
+		snprintf(name, sizeof(name), "%s %llu", what, (unsigned long long)seed);
 		check_trace(name, buf, size, &t);
 	}
-	report("encoded streams", &t);
+	report(what, &t);
+}
+
+static void test_pktq_encoded(void **state)
+{
+	(void)state;
+	check_encoded("encoded streams", encode_stream, 300);
+}
+
+/* A packet without payload */
+static void put_plain(struct pt_encoder *e, enum pt_packet_type type)
+{
+	struct pt_packet p;
+
+	memset(&p, 0, sizeof(p));
+	p.type = type;
+	put(e, &p);
+}
+
+/*
+ * A stream of MTC runs as traces with timing have them (HASE's: 68 % of its packets), the
+ * CTC advancing by the same delta (pktq takes those from the bytes) but for a changed
+ * delta, a wrap or a random CTC here and there, between TNTs, TIPs, disables and enables,
+ * PADs, TSC+TMA+CBR pairs, CYCs (MTCs not steady) and PSB+; sometimes cut in an MTC.
+ */
+static size_t encode_mtc_runs(uint8_t *buf, size_t size, uint64_t seed)
+{
+	struct pt_encoder *e;
+	struct pt_packet p;
+	uint64_t r = seed * 0x9e3779b97f4a7c15ull + 3, off = 0;
+	unsigned ctc = (unsigned)rng(&r) % 256, step = 1;
+	int k, j, n = 20 + (int)(rng(&r) % 60), len;
+
+	e = new_encoder(buf, size);
+	for (k = 0; k < n; k++) {
+		uint64_t x = k ? rng(&r) % 100 : 0;
+
+		memset(&p, 0, sizeof(p));
+		if (x < 5 || x >= 90) {
+			/* PSB+ (first), or TSC, TMA, CBR out of it (a frequency change) */
+			if (x < 5)
+				put_plain(e, ppt_psb);
+			p.type = ppt_tsc;
+			p.payload.tsc.tsc = 0x100000 + k * 100000ull;
+			put(e, &p);
+			memset(&p, 0, sizeof(p));
+			p.type = ppt_tma;
+			p.payload.tma.ctc = (uint16_t)(ctc << 3);
+			p.payload.tma.fc = (uint16_t)(rng(&r) % 512);
+			put(e, &p);
+			memset(&p, 0, sizeof(p));
+			p.type = ppt_cbr;
+			p.payload.cbr.ratio = (uint8_t)(1 + rng(&r) % 40);
+			put(e, &p);
+			if (x < 5) {
+				ip_packet(&p, ppt_fup, &r);
+				p.payload.ip.ipc = pt_ipc_sext_48;
+				put(e, &p);
+				put_plain(e, ppt_psbend);
+			}
+			continue;
+		}
+		if (x < 60) {
+			/* a run: mostly one delta, at times another, a random CTC, a CYC, a PAD */
+			len = 1 + (int)(rng(&r) % 300);
+			if (rng(&r) % 4 == 0)
+				step = 1 + (unsigned)(rng(&r) % 3);
+			for (j = 0; j < len; j++) {
+				uint64_t y = rng(&r) % 100;
+
+				memset(&p, 0, sizeof(p));
+				if (y == 0) {
+					p.type = ppt_cyc;
+					p.payload.cyc.value = rng(&r) % 5000;
+					put(e, &p);
+				} else if (y < 3) {
+					put_plain(e, ppt_pad);
+				}
+				/* (one CTC one off, the next ones steady again; or any from here) */
+				ctc = (ctc + step) % 256;
+				if (y >= 6 && y < 8)
+					ctc = (unsigned)rng(&r) % 256;
+				memset(&p, 0, sizeof(p));
+				p.type = ppt_mtc;
+				p.payload.mtc.ctc = (uint8_t)(ctc + (y >= 3 && y < 6 ? 1 - y % 2 * 2 : 0));
+				put(e, &p);
+			}
+		} else if (x < 70) {
+			p.type = ppt_tnt_8;
+			p.payload.tnt.bit_size = (uint8_t)(1 + rng(&r) % 6);
+			p.payload.tnt.payload = rng(&r) & ((1ull << p.payload.tnt.bit_size) - 1);
+			put(e, &p);
+		} else if (x < 75) {
+			ip_packet(&p, ppt_tip, &r);
+			put(e, &p);
+		} else if (x < 80) {
+			ip_packet(&p, ppt_tip_pgd, &r);
+			put(e, &p);
+		} else if (x < 85) {
+			/* (with an ip: pktq leaves an enable without one to the block decoder) */
+			ip_packet(&p, ppt_tip_pge, &r);
+			p.payload.ip.ipc = pt_ipc_sext_48;
+			put(e, &p);
+		} else {
+			for (j = (int)(rng(&r) % 20); j >= 0; j--)
+				put_plain(e, ppt_pad);
+		}
+	}
+	assert_int_equal(pt_enc_get_offset(e, &off), 0);
+	pt_free_encoder(e);
+	/* sometimes cut in the last MTC's CTC byte */
+	if (off > 2 && buf[off - 2] == 0x59 && rng(&r) % 3 == 0)
+		off -= 1;
+	return (size_t)off;
+}
+
+static void test_pktq_mtc_runs(void **state)
+{
+	(void)state;
+	check_encoded("MTC runs", encode_mtc_runs, 200);
 }
 
 /* The bulk TNT API on a known stream: bits, counts, the status of the last, the time. */
@@ -526,6 +655,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pktq_cond_bits),
 		cmocka_unit_test(test_pktq_encoded),
+		cmocka_unit_test(test_pktq_mtc_runs),
 		cmocka_unit_test(test_pktq_testdata),
 	};
 
