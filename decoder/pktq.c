@@ -1484,8 +1484,10 @@ static int read_ahead_slow(struct pktq *q)
 /*
  * read_ahead()'s common case, inline in the queries: the packet decoder at pos, PADs and
  * MTCs, then a TNT or TIP no event is bound to (it becomes the next packet, have_next).
- * 0 then; an MTC's error; 1 (or 2: nx is the next packet, one done here, have_next):
- * read_ahead_rest() goes on from where this stopped.
+ * 0 then; an MTC's error; 3: an event packet or a branch an event is bound to is next
+ * (have_next), where the read-ahead stops too (a TIP.PGD's is its TIP.PGE: 340 K on
+ * mruby); 1 (or 2: nx is the next packet, one done here, have_next): read_ahead_rest()
+ * goes on from where this stopped.
  */
 static inline __attribute__((always_inline)) int read_ahead_fast(struct pktq *q)
 {
@@ -1503,13 +1505,16 @@ static inline __attribute__((always_inline)) int read_ahead_fast(struct pktq *q)
 	if (__builtin_expect(!(pkt & PKT_DONE), 0))
 		return 1;
 	q->have_next = true;
-	return pkt & PKT_BRANCH & ~q->event_pkts ? 0 : 2;
+	if (pkt & PKT_BRANCH & ~q->event_pkts)
+		return 0;
+	/* (read_ahead_slow_from() would stop at once: will_event()) */
+	return pkt & (PKT_BRANCH | q->event_pkts) ? 3 : 2;
 }
 
 /* After read_ahead_fast()'s `status` > 0: the rest of the read-ahead */
 static inline int read_ahead_rest(struct pktq *q, int status)
 {
-	return read_ahead_slow_from(q, status == 2);
+	return status == 3 ? 0 : read_ahead_slow_from(q, status == 2);
 }
 
 static inline int read_ahead(struct pktq *q)
