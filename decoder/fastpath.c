@@ -1031,6 +1031,35 @@ static inline int trailing_event(struct ptd_fast *f, bool after_block)
 	return bind_event(f, after_block);
 }
 
+/*
+ * After a block whose last TNT bit left an event pending: the event fetched and bound
+ * (bind_event(), its answer in *bound). Whether it is a disable that binds further on,
+ * at the next branch needing trace or at its ip (proceed_event()'s walk), which a
+ * stretch may walk to (disable_walks_through()): kAFL's filters, 340 K on mruby.
+ */
+static inline bool disable_ahead(struct ptd_fast *f, int *bound)
+{
+	*bound = bind_event(f, true);
+	return !*bound && f->event.type == ptev_disabled &&
+	       !(f->event.ip_suppressed && f->cfg.addr_filter.config.addr_cfg &&
+		 f->cfg.errata.skl014);
+}
+
+/*
+ * Whether the walk to the pending disable (walk()) takes run `r` whole and goes on after
+ * it: a direct call or jump, the disable's ip neither at, in nor after it.
+ */
+static inline bool disable_walks_through(const struct ptd_fast *f, const struct run *r)
+{
+	uint64_t at = f->event.variant.disabled.ip;
+
+	if (r->kind != RUN_CALL && r->kind != RUN_JUMP)
+		return false;
+	if (f->event.ip_suppressed)
+		return true;
+	return f->ip != at && !(at > r->ip && at <= r->end_ip) && r->target != at;
+}
+
 int ptd_fast_next(struct ptd_fast *f, struct pt_block *b)
 {
 	int status;
@@ -1363,6 +1392,10 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 	struct tl_rec rec;	/* (only .on until a tracelet is recorded) */
 	struct edge_clock clock = { .status = 1 };
 	bool next = false, keep = false, last_edge = false;
+	/* a disable is pending (disable_ahead()): its walk's blocks go on; bound: an event
+	 * was fetched, bind_event()'s answer */
+	bool walking = false, have_bound = false;
+	int bound = 0;
 	/* [lo, hi) is asked at the next jump: at the start, or after an edge */
 	bool need_range = lim->ask_range && lim->range;
 	unsigned edges = 0;
@@ -1393,7 +1426,15 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 		idx = f->from_slot >= 0 ? f->runs[f->from_slot >> 1].link[f->from_slot & 1] : -1;
 		if (idx >= 0 && f->runs[idx].ip == ip && f->runs[idx].as == f->as) {
 			r = &f->runs[idx];
+			/* where the walk to a disable stops, ptd_fast_next() takes the block */
+			if (walking && !disable_walks_through(f, r)) {
+				next = true;
+				break;
+			}
 			linked++;
+		} else if (walking) {
+			next = true;
+			break;
 		} else {
 			f->st.lookups++;
 			r = run_lookup(f);
@@ -1405,7 +1446,7 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 		}
 		/* a tracelet from here, once the range is known (after the first jump) */
 		if (f->tl_on && !rec.on && (r->kind == RUN_COND || r->kind == RUN_JUMP) &&
-		    !need_range) {
+		    !need_range && !walking) {
 			const struct tracelet *t;
 			const struct tl_more *m;
 			uint64_t bits;
@@ -1477,8 +1518,18 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 			status = next_bit(f, &taken);
 final_block:
 			status = take_cond(f, r, status, taken);
-			if (status < 0 || (f->status & (pts_event_pending | pts_eos)))
-				break;
+			if (status < 0 || (f->status & (pts_event_pending | pts_eos))) {
+				if (status < 0 || !(f->status & pts_event_pending))
+					break;
+				have_bound = true;
+				if (!disable_ahead(f, &bound))
+					break;
+				/* this block counts, the blocks up to where the disable binds
+				 * follow (a tracelet recorded up to here is dropped, as where
+				 * the event ends the stretch) */
+				walking = true;
+				rec.on = false;
+			}
 		} else if (r->kind == RUN_JUMP) {
 			f->ip = r->target;
 			follow(f, r, 0);
@@ -1622,6 +1673,9 @@ final_block:
 		add_run(b, r, r->ninsn, r->end_ip, r->iclass);
 	if (status < 0)
 		return status;
+	/* (bind_event() again would fetch again where it failed) */
+	if (have_bound)
+		return bound;
 	return trailing_event(f, true);
 }
 
