@@ -1032,13 +1032,17 @@ static inline int trailing_event(struct ptd_fast *f, bool after_block)
 }
 
 /*
- * After a block whose last TNT bit left an event pending: the event fetched and bound
- * (bind_event(), its answer in *bound). Whether it is a disable that binds further on,
- * at the next branch needing trace or at its ip (proceed_event()'s walk), which a
- * stretch may walk to (disable_walks_through()): kAFL's filters, 340 K on mruby.
+ * After a stretch's branch took its trace (`status`, f->status): whether an event is
+ * pending that is a disable binding further on, at the next branch needing trace or at
+ * its ip (proceed_event()'s walk), which the stretch may walk to
+ * (disable_walks_through()): kAFL's filters, 340 K on mruby. The event is fetched and
+ * bound as the block's trailing_event() would (*have_bound, its answer in *bound).
  */
-static inline bool disable_ahead(struct ptd_fast *f, int *bound)
+static inline bool disable_ahead(struct ptd_fast *f, int status, bool *have_bound, int *bound)
 {
+	if (status < 0 || !(f->status & pts_event_pending))
+		return false;
+	*have_bound = true;
 	*bound = bind_event(f, true);
 	return !*bound && f->event.type == ptev_disabled &&
 	       !(f->event.ip_suppressed && f->cfg.addr_filter.config.addr_cfg &&
@@ -1519,10 +1523,7 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 final_block:
 			status = take_cond(f, r, status, taken);
 			if (status < 0 || (f->status & (pts_event_pending | pts_eos))) {
-				if (status < 0 || !(f->status & pts_event_pending))
-					break;
-				have_bound = true;
-				if (!disable_ahead(f, &bound))
+				if (!disable_ahead(f, status, &have_bound, &bound))
 					break;
 				/* this block counts, the blocks up to where the disable binds
 				 * follow (a tracelet recorded up to here is dropped, as where
@@ -1540,8 +1541,11 @@ final_block:
 			 */
 			tl_end(f, &rec);
 			status = indirect_trace(f, r);
-			if (status < 0 || (f->status & (pts_event_pending | pts_eos)))
-				break;
+			if (status < 0 || (f->status & (pts_event_pending | pts_eos))) {
+				if (!disable_ahead(f, status, &have_bound, &bound))
+					break;
+				walking = true;
+			}
 		} else if ((r->kind == RUN_CALL || r->kind == RUN_ICALL || r->kind == RUN_RET) &&
 			   edges < lim->max_edges) {
 			struct ptd_stretch_edge *e = &lim->edges[edges];
@@ -1578,11 +1582,15 @@ final_block:
 					if (!compressed)
 						tl_end(f, &rec);
 				}
-				if (status < 0 || (f->status & (pts_event_pending | pts_eos)) ||
-				    (r->kind == RUN_RET && f->ip >= lim->up_start &&
-				     f->ip < lim->up_end)) {
+				if (r->kind == RUN_RET && f->ip >= lim->up_start && f->ip < lim->up_end) {
 					tl_end(f, &rec);
 					break;
+				}
+				if (status < 0 || (f->status & (pts_event_pending | pts_eos))) {
+					tl_end(f, &rec);
+					if (!disable_ahead(f, status, &have_bound, &bound))
+						break;
+					walking = true;
 				}
 				e->time = 0;
 				if (lim->time && !(e->time = edge_time(f, lim, &clock)))
