@@ -1064,6 +1064,22 @@ static inline bool disable_walks_through(const struct ptd_fast *f, const struct 
 	return f->ip != at && !(at > r->ip && at <= r->end_ip) && r->target != at;
 }
 
+/*
+ * Whether the walk to the pending disable ends at the branch of run `r`, one needing
+ * trace, the disable's ip not before it (walk()'s WALK_TRACE): the disable binds there.
+ */
+static inline bool disable_binds_at_branch(const struct ptd_fast *f, const struct run *r)
+{
+	uint64_t at = f->event.variant.disabled.ip;
+
+	if (r->kind != RUN_COND && r->kind != RUN_RET && r->kind != RUN_ICALL &&
+	    r->kind != RUN_INDIRECT)
+		return false;
+	if (f->event.ip_suppressed)
+		return true;
+	return f->ip != at && !(at > r->ip && at <= r->end_ip);
+}
+
 int ptd_fast_next(struct ptd_fast *f, struct pt_block *b)
 {
 	int status;
@@ -1398,7 +1414,7 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 	bool next = false, keep = false, last_edge = false;
 	/* a disable is pending (disable_ahead()): its walk's blocks go on; bound: an event
 	 * was fetched, bind_event()'s answer */
-	bool walking = false, have_bound = false;
+	bool walking = false, have_bound = false, binds = false;
 	int bound = 0;
 	/* [lo, hi) is asked at the next jump: at the start, or after an edge */
 	bool need_range = lim->ask_range && lim->range;
@@ -1430,9 +1446,20 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 		idx = f->from_slot >= 0 ? f->runs[f->from_slot >> 1].link[f->from_slot & 1] : -1;
 		if (idx >= 0 && f->runs[idx].ip == ip && f->runs[idx].as == f->as) {
 			r = &f->runs[idx];
-			/* where the walk to a disable stops, ptd_fast_next() takes the block */
+			/* where the walk to a disable stops: the block where it binds at its
+			 * branch is handed back as proceed_event() makes it, another goes to
+			 * ptd_fast_next() */
 			if (walking && !disable_walks_through(f, r)) {
-				next = true;
+				if (!disable_binds_at_branch(f, r)) {
+					next = true;
+					break;
+				}
+				linked++;
+				if (r->kind == RUN_ICALL)
+					retstack_push(f, r->end_ip + r->size);
+				disable_resume_ip(f, r);
+				binds = true;
+				status = 0;
 				break;
 			}
 			linked++;
@@ -1681,6 +1708,8 @@ final_block:
 		add_run(b, r, r->ninsn, r->end_ip, r->iclass);
 	if (status < 0)
 		return status;
+	if (binds)
+		return blk_status(f, pts_event_pending);
 	/* (bind_event() again would fetch again where it failed) */
 	if (have_bound)
 		return bound;
