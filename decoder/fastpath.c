@@ -575,7 +575,7 @@ static void follow(struct ptd_fast *f, const struct run *r, int k)
 
 /* ---------------------------------------------------------------- libipt's steps */
 
-static void retstack_push(struct ptd_fast *f, uint64_t ip)
+static inline void retstack_push(struct ptd_fast *f, uint64_t ip)
 {
 	/* ring indices wrap with a compare: % 65 is a multiply and shifts per call */
 	f->retstack[f->top] = ip;
