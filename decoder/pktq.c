@@ -1725,28 +1725,43 @@ static int own_cond_branch(struct pktq *q, int *taken)
 #define REV6(b) REV4(b), REV4((b) + 2 * 4), REV4((b) + 1 * 4), REV4((b) + 3 * 4)
 static const uint8_t byte_reversed[256] = { REV6(0), REV6(2), REV6(1), REV6(3) };
 
+/* own_cond_bits() of more than 8 bits (a TNT-64 packet's), out of line: the common case
+ * needs no frame */
+static __attribute__((noinline)) int cond_bits_long(uint64_t payload, unsigned left,
+						    uint64_t *bits, unsigned *n)
+{
+	uint64_t b = 0;
+	unsigned k;
+
+	for (k = 0; k < left; k += 8)
+		b |= (uint64_t)byte_reversed[(payload >> k) & 0xff] << (56 - k);
+	*bits = b >> (64 - left);
+	*n = left;
+	return 0;
+}
+
 static int own_cond_bits(struct pktq *q, uint64_t *bits, unsigned *n)
 {
-	uint64_t payload, index, b = 0;
-	unsigned k, left;
+	uint64_t payload;
+	unsigned left;
 
 	if (q->tnt.index) {
 		payload = q->tnt.payload;
-		index = q->tnt.index;
+		left = (unsigned)(64 - __builtin_clzll(q->tnt.index));
 	} else if (tnt_next(q)) {
 		/* what cache_tnt() would take first */
 		payload = q->nx.payload.tnt.payload;
-		index = 1ull << (q->nx.payload.tnt.bit_size - 1);
+		left = q->nx.payload.tnt.bit_size;
 	} else {
 		*bits = 0;
 		*n = 0;
 		return 0;
 	}
-	/* the bits from index down, the highest first: reversed, a byte at a time */
-	left = (unsigned)(64 - __builtin_clzll(index));
-	for (k = 0; k < left; k += 8)
-		b |= (uint64_t)byte_reversed[(payload >> k) & 0xff] << (56 - k);
-	*bits = b >> (64 - left);
+	/* the bits from index down, the highest first: reversed, a byte at a time (a TNT-8
+	 * packet's in one) */
+	if (__builtin_expect(left > 8, 0))
+		return cond_bits_long(payload, left, bits, n);
+	*bits = byte_reversed[payload & 0xff] >> (8 - left);
 	*n = left;
 	return 0;
 }
