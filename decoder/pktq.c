@@ -88,6 +88,9 @@ struct pktq {
 	bool have_ip, ip_suppressed;
 	struct qtime time;
 	struct qtime_seen last_time;	/* the time the last query reports */
+	/* time changed since time_seen() copied it (most queries of a trace without timing
+	 * packets find it as it was: no copy) */
+	bool time_new;
 	/* the next MTC read ahead takes read_ahead_mtc()'s short way (its comment says when);
 	 * cleared by every other change of time or tcal */
 	bool mtc_steady;
@@ -263,6 +266,9 @@ static int ctc_fc(const struct pktq *q, uint64_t ctc, uint64_t *fc)
 /* A query's time: the time at its packet */
 static inline void time_seen(struct pktq *q)
 {
+	if (!q->time_new)
+		return;
+	q->time_new = false;
 	q->last_time.tsc = q->time.tsc;
 	q->last_time.lost_mtc = q->time.lost_mtc;
 	q->last_time.lost_cyc = q->time.lost_cyc;
@@ -488,6 +494,7 @@ static int apply_timing(struct pktq *q, struct qtime *t, struct qtcal *c,
 	int status = 0;
 
 	q->mtc_steady = false;
+	q->time_new = true;
 
 	switch (p->type) {
 	case ppt_tsc:
@@ -539,6 +546,7 @@ static void reset(struct pktq *q)
 	q->have_ip = q->ip_suppressed = false;
 	q->tnt.payload = q->tnt.index = 0;
 	memset(&q->time, 0, sizeof(q->time));
+	q->time_new = true;
 	q->mtc_steady = false;
 	memset(&q->last_time, 0, sizeof(q->last_time));
 	tcal_init(&q->tcal);
@@ -1224,6 +1232,7 @@ static int decode_ovf(struct pktq *q)
 	/* the state is reset, the time kept */
 	reset(q);
 	q->time = t;
+	q->time_new = true;
 	consume(q);
 	found = ovf_fup(q, q->pos);
 	if (found == PTD_FAST_FALLBACK)
@@ -1348,6 +1357,7 @@ static __attribute__((noinline)) int read_ahead_mtc_unsteady(struct pktq *q)
 	struct qtime *t = &q->time;
 	int status;
 
+	q->time_new = true;
 	status = tcal_mtc(q, c, q->nx.payload.mtc.ctc);
 	if (status < 0 && status != -pte_bad_config)
 		return fallback(q, "MTC calibration");
@@ -1385,6 +1395,7 @@ static inline bool read_ahead_mtc_steady(struct pktq *q)
 	t->base += q->mtc_fc;
 	t->tsc = t->base;
 	t->ctc = ctc;
+	q->time_new = true;
 	return true;
 }
 
