@@ -34,6 +34,15 @@
 #include "log.h"
 #include "pktq.h"
 
+/* Called for every packet (some traces are mostly PADs): through the GOT, without a PLT
+ * stub's jump each time (GCC) */
+#ifdef __has_attribute
+#if __has_attribute(noplt)
+extern int pt_pkt_next(struct pt_packet_decoder *decoder, struct pt_packet *packet,
+		       size_t size) __attribute__((noplt));
+#endif
+#endif
+
 /* libipt's sizes and limits (internal/include/pt_opcodes.h, pt_event_queue.h) */
 #define PSB_SIZE 16
 #define MTC_BITS 8
