@@ -164,11 +164,13 @@ struct ptd_fast {
 	uint8_t top, bottom;
 
 	/*
-	 * The link the ip was reached through: run index * 2 + outcome (runs[i].link[k]),
-	 * -1: none (look the run up). A direct branch's link is its one target; a return's
-	 * or an indirect branch's is the run it reached last time (checked by ip).
+	 * The link the ip was reached through (runs[i].link[k]), &no_link: none (look the
+	 * run up). A direct branch's link is its one target; a return's or an indirect
+	 * branch's is the run it reached last time (checked by ip). A pointer, not an index:
+	 * the stretch reads it once a block, with no test and no index arithmetic.
 	 */
-	int32_t from_slot;
+	int32_t *from_link;
+	int32_t no_link;	/* -1, never written */
 
 	struct run *runs;
 	uint32_t nr_runs;
@@ -226,7 +228,7 @@ static void cache_flush(struct ptd_fast *f)
 	memset(f->hash, 0, RUN_HASH_SLOTS * sizeof(*f->hash));
 	f->nr_runs = 0;
 	f->nr_lens = 0;
-	f->from_slot = -1;
+	f->from_link = &f->no_link;
 	f->st.flushes++;
 	tl_flush(f);
 }
@@ -532,26 +534,23 @@ static struct run *run_lookup(struct ptd_fast *f)
 	r = &f->runs[idx];
 found:
 	/* the link it was reached through (gone if the decode emptied the cache) */
-	if (f->from_slot >= 0)
-		f->runs[f->from_slot >> 1].link[f->from_slot & 1] = (int32_t)(r - f->runs);
+	if (f->from_link != &f->no_link)
+		*f->from_link = (int32_t)(r - f->runs);
 	return r;
 }
 
 /* The run starting at the current ip; NULL: not for the fast path. */
 static inline struct run *run_here(struct ptd_fast *f)
 {
-	int32_t from = f->from_slot, idx;
+	int32_t idx = *f->from_link;
 
 	f->st.lookups++;
-	if (from >= 0) {
-		idx = f->runs[from >> 1].link[from & 1];
-		/* a link is only made in 64-bit mode, and a mode change drops it */
-		if (idx >= 0 && f->runs[idx].ip == f->ip && f->runs[idx].as == f->as &&
-		    f->mode == ptem_64bit) {
-			f->st.hits++;
-			f->st.linked++;
-			return &f->runs[idx];
-		}
+	/* a link is only made in 64-bit mode, and a mode change drops it */
+	if (idx >= 0 && f->runs[idx].ip == f->ip && f->runs[idx].as == f->as &&
+	    f->mode == ptem_64bit) {
+		f->st.hits++;
+		f->st.linked++;
+		return &f->runs[idx];
 	}
 	return run_lookup(f);
 }
@@ -570,7 +569,8 @@ static int no_run(struct ptd_fast *f)
 /* The ip was reached from `r` through its link `k` (taken or not, or its one successor). */
 static void follow(struct ptd_fast *f, const struct run *r, int k)
 {
-	f->from_slot = (int32_t)((r - f->runs) * 2 + k);
+	/* (the run is the cache's: const only for the callers) */
+	f->from_link = (int32_t *)&r->link[k];
 }
 
 /* ---------------------------------------------------------------- libipt's steps */
@@ -781,7 +781,7 @@ static inline __attribute__((always_inline)) int walk(struct ptd_fast *f, struct
 		if (at == target) {
 			add_run(b, r, k, end, ptic_other);
 			f->ip = target;
-			f->from_slot = -1;
+			f->from_link = &f->no_link;
 			return WALK_REACHED;
 		}
 	}
@@ -808,7 +808,7 @@ static inline __attribute__((always_inline)) int walk(struct ptd_fast *f, struct
 		/* fall through */
 	default:
 		f->ip = r->end_ip;
-		f->from_slot = -1;
+		f->from_link = &f->no_link;
 		return WALK_TRACE;
 	}
 }
@@ -820,7 +820,7 @@ static void disable_resume_ip(struct ptd_fast *f, const struct run *r)
 		f->ip = r->end_ip + r->size;
 	else
 		f->ip = 0;
-	f->from_slot = -1;
+	f->from_link = &f->no_link;
 }
 
 /*
@@ -1443,7 +1443,7 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 		}
 		ip = f->ip;
 		/* run_here(), its usual case in line: the link of the branch before */
-		idx = f->from_slot >= 0 ? f->runs[f->from_slot >> 1].link[f->from_slot & 1] : -1;
+		idx = *f->from_link;
 		if (idx >= 0 && f->runs[idx].ip == ip && f->runs[idx].as == f->as) {
 			r = &f->runs[idx];
 			/* where the walk to a disable stops: the block where it binds at its
@@ -1520,7 +1520,7 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 					}
 					r = &f->runs[t->final];
 					ip = f->ip = r->ip;
-					f->from_slot = -1;
+					f->from_link = &f->no_link;
 					taken = (int)((t->bits >> (t->take - 1)) & 1);
 					status = pktq_cond_take(f->qry, t->take);
 					goto final_block;
@@ -1732,7 +1732,7 @@ int ptd_fast_event(struct ptd_fast *f, struct pt_event *out)
 		if (ev->variant.enabled.ip == f->ip)
 			ev->variant.enabled.resumed = 1;
 		f->ip = ev->variant.enabled.ip;
-		f->from_slot = -1;
+		f->from_link = &f->no_link;
 		f->enabled = true;
 		break;
 	case ptev_async_disabled:
@@ -1750,7 +1750,7 @@ int ptd_fast_event(struct ptd_fast *f, struct pt_event *out)
 		if (ev->status_update || !f->enabled)
 			return -pte_bad_context;
 		f->ip = ev->variant.async_branch.to;
-		f->from_slot = -1;
+		f->from_link = &f->no_link;
 		break;
 	case ptev_async_paging:
 		if (!ev->ip_suppressed && f->ip != ev->variant.async_paging.ip)
@@ -1775,7 +1775,7 @@ int ptd_fast_event(struct ptd_fast *f, struct pt_event *out)
 		f->enabled = !ev->ip_suppressed;
 		f->ip = ev->ip_suppressed ? 0 : ev->variant.overflow.ip;
 		f->speculative = false;
-		f->from_slot = -1;
+		f->from_link = &f->no_link;
 		break;
 	case ptev_exec_mode:
 		if (!ev->ip_suppressed && f->ip != ev->variant.exec_mode.ip)
@@ -1824,7 +1824,7 @@ static void fast_reset(struct ptd_fast *f)
 	f->speculative = false;
 	memset(&f->event, 0, sizeof(f->event));
 	f->top = f->bottom = 0;
-	f->from_slot = -1;
+	f->from_link = &f->no_link;
 }
 
 static int fast_start(struct ptd_fast *f, int status)
@@ -1867,7 +1867,7 @@ int ptd_fast_time(struct ptd_fast *f, uint64_t *time, uint32_t *lost_mtc, uint32
 void ptd_fast_set_as(struct ptd_fast *f, int as)
 {
 	if (as != f->as)
-		f->from_slot = -1;
+		f->from_link = &f->no_link;
 	f->as = as;
 }
 
@@ -1986,7 +1986,8 @@ struct ptd_fast *ptd_fast_new(const struct pt_config *cfg, struct ptd_images *im
 	f->im = im;
 	f->store = store;
 	f->as = -1;
-	f->from_slot = -1;
+	f->no_link = -1;
+	f->from_link = &f->no_link;
 	/* the block decoder's queries: the same config, no flags of its own */
 	f->qry = pktq_new(cfg, pktq_engine_from_env());
 	if (!f->qry || !f->runs || !f->hash || !f->lens) {
