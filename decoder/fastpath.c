@@ -1444,7 +1444,9 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 		ip = f->ip;
 		/* run_here(), its usual case in line: the link of the branch before */
 		idx = *f->from_link;
-		if (idx >= 0 && f->runs[idx].ip == ip && f->runs[idx].as == f->as) {
+		/* the usual case (on mruby, 665 K blocks of 10.9 M miss the link) */
+		if (__builtin_expect(idx >= 0 && f->runs[idx].ip == ip && f->runs[idx].as == f->as,
+				     1)) {
 			r = &f->runs[idx];
 			/* where the walk to a disable stops: the block where it binds at its
 			 * branch is handed back as proceed_event() makes it, another goes to
