@@ -525,20 +525,22 @@ static int attribute(struct ptd_stream *s, uint64_t ip)
 {
 	const struct ptd_sched *sc = s->o.sched;
 	size_t i = s->sched_idx, n = s->o.nr_sched;
+	/* once: every branch below asks for it */
+	uint64_t t = now(s);
 	int as;
 
 	if (!n)
 		return set_thread(s, s->o.fixed_pid, s->o.fixed_tid,
-				  as_for(s, s->o.fixed_pid, now(s)));
-	while (i + 1 < n && sc[i + 1].time <= now(s))
+				  as_for(s, s->o.fixed_pid, t));
+	while (i + 1 < n && sc[i + 1].time <= t)
 		i++;
 	s->sched_idx = i;
-	as = as_for(s, sc[i].pid, now(s));
+	as = as_for(s, sc[i].pid, t);
 	if (ip && !as_maps(s, as, ip)) {
 		size_t j;
 
 		for (j = i + 1; j < n && j <= i + 2; j++) {
-			int a = as_for(s, sc[j].pid, now(s));
+			int a = as_for(s, sc[j].pid, t);
 
 			if (as_maps(s, a, ip)) {
 				s->sched_idx = i = j;
