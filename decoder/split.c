@@ -925,14 +925,7 @@ static void progress(struct merge *m, double start, double *last, bool final)
 		final ? "\n" : "");
 }
 
-static bool before(const struct ptd_event *a, const struct ptd_event *b)
-{
-	if (a->time != b->time)
-		return a->time < b->time;
-	return a->cpu < b->cpu;
-}
-
-/* An event the merge takes only if it comes strictly before (time, cpu), as before() says. */
+/* The merge's order: by time, then by stream. A bound: what an event must come before. */
 struct bound {
 	uint64_t time;
 	uint32_t cpu;
@@ -941,6 +934,11 @@ struct bound {
 static bool below(const struct bound *b, uint64_t time, uint32_t cpu)
 {
 	return time < b->time || (time == b->time && cpu < b->cpu);
+}
+
+static bool before(const struct ptd_event *a, const struct ptd_event *b)
+{
+	return below(&(struct bound){ b->time, b->cpu }, a->time, a->cpu);
 }
 
 static void bound_lower(struct bound *b, uint64_t time, uint32_t cpu)
