@@ -722,6 +722,24 @@ static void measure(const char *name, const char *data, const char *sysroot, con
 	printf("  PT per core: %.1f MB/s (goal >= %.0f: %s); ptbpf runs at %.0f%% of libipt's "
 	       "own speed\n", mb / pe.cpu, GOAL_MBS, mb / pe.cpu >= GOAL_MBS ? "met" : "not met",
 	       100.0 * ipt / pe.cpu);
+	/* every decoder on libipt's layers reads each packet with pt_pkt_next(): no design
+	 * that keeps libipt's packet decoder gets past that on this machine */
+	if (pkt > 0) {
+		double room = mb / GOAL_MBS - pkt;
+
+		if (room <= 0)
+			printf("  floor: libipt's packet decoder alone reads %.1f MB/s here, under the "
+			       "per-core goal: out of reach on this machine for a decoder on libipt's "
+			       "packets, whatever it does with them", mb / pkt);
+		else
+			printf("  floor: libipt's packet decoder alone reads %.1f MB/s here: the "
+			       "per-core goal leaves %.3f s for the rest of the decode, which takes "
+			       "%.3f s now", mb / pkt, room, pe.cpu - pkt);
+		if (!pr.status && pr.cpu > 0)
+			printf("; perf script's CPU over the packet decoder's alone: %.1fx (the "
+			       "ratio's ceiling)", pr.cpu / pkt);
+		printf("\n");
+	}
 	print_breakdown(pe.cpu, pkt, pq, out_cpu, start.cpu, cs_load);
 	if (pj.wall > 0) {
 		printf("  scaling on one stream: -j 2 %.2fx the speed of -j 1 (wall; goal >= %.1fx: "
