@@ -11,6 +11,11 @@ TICKER=$BUILD/targets/ticker
 sleep 30 &
 IDLE=$!
 BG_PIDS+=("$IDLE")
+# The forked shell becomes sleep at its exec: before that it is bash, and it runs;
+# idle means sleep, asleep (state S) in its nanosleep.
+idle_asleep() { [ "$(cut -d' ' -f2,3 "/proc/$IDLE/stat" 2>/dev/null)" = "(sleep) S" ]; }
+for _ in $(seq 100); do idle_asleep && break; sleep 0.1; done
+idle_asleep || fail "sleep (pid $IDLE) was not asleep after 10 s: $(cat "/proc/$IDLE/stat")"
 cap idle -p "$IDLE" --duration 500ms -o "$TMP/idle.fxt"
 [ "$RC" = 1 ] || { cat "$TMP/idle.err"; fail "idle -p: exit $RC, expected 1"; }
 grep -q "sleep (pid $IDLE) ran no instructions while traced" "$TMP/idle.err" ||
