@@ -746,6 +746,41 @@ static int proceed_no_event(struct ptd_fast *f, struct pt_block *b)
 	return block_run(f, b, r);
 }
 
+/*
+ * What a walk (walk()) does with the run at the ip, walking to `target` (to_ip) or to the
+ * next branch needing trace (walk_step()): walk()'s and the stretch's walking to a disable.
+ */
+enum walk_step {
+	WALK_STEP_THROUGH,	/* a direct call or jump elsewhere: the block ends, the walk goes on */
+	WALK_STEP_ARRIVE,	/* a direct call or jump to target: reached after it */
+	WALK_STEP_EDGE_ARRIVE,	/* the section ends, target next: reached after it */
+	WALK_STEP_EDGE,		/* the section ends, target not next: libipt's */
+	WALK_STEP_TRACE,	/* a branch needing trace: the walk stops at it */
+	WALK_STEP_INSIDE = 8,	/* (with one of those) target at or in the run: the walk stops
+				 * there if an instruction starts there, else as said */
+};
+
+static inline enum walk_step walk_step(const struct run *r, bool to_ip, uint64_t target)
+{
+	enum walk_step step;
+
+	switch (r->kind) {
+	case RUN_CALL:
+	case RUN_JUMP:
+		step = to_ip && r->target == target ? WALK_STEP_ARRIVE : WALK_STEP_THROUGH;
+		break;
+	case RUN_EDGE:
+		step = to_ip && r->target == target ? WALK_STEP_EDGE_ARRIVE : WALK_STEP_EDGE;
+		break;
+	default:
+		step = WALK_STEP_TRACE;
+		break;
+	}
+	if (to_ip && target >= r->ip && target <= r->end_ip)
+		step |= WALK_STEP_INSIDE;
+	return step;
+}
+
 /* The outcome of walking to an ip or to a branch (pt_blk_proceed_to_ip/_to_insn). */
 enum walk {
 	WALK_REACHED = 1,	/* the ip was reached */
@@ -762,6 +797,7 @@ enum walk {
 static inline __attribute__((always_inline)) int walk(struct ptd_fast *f, struct pt_block *b,
 						       bool to_ip, uint64_t target, struct run **last)
 {
+	enum walk_step step;
 	struct run *r;
 
 	if (to_ip && f->ip == target)
@@ -769,8 +805,9 @@ static inline __attribute__((always_inline)) int walk(struct ptd_fast *f, struct
 	r = run_here(f);
 	if (!r)
 		return no_run(f);
-	if (to_ip && target > r->ip && target <= r->end_ip) {
-		/* inside the run: stop before the instruction at target, if one starts there */
+	step = walk_step(r, to_ip, target);
+	if (step & WALK_STEP_INSIDE) {
+		/* stop before the instruction at target, if one starts there */
 		uint64_t at = r->ip, end = r->ip;
 		uint32_t k;
 
@@ -784,29 +821,29 @@ static inline __attribute__((always_inline)) int walk(struct ptd_fast *f, struct
 			f->from_link = &f->no_link;
 			return WALK_REACHED;
 		}
+		step &= ~WALK_STEP_INSIDE;
 	}
 	add_run(b, r, r->ninsn, r->end_ip, r->iclass);
 	*last = r;
-	switch (r->kind) {
-	case RUN_CALL:
-		if (r->push)
+	switch (step) {
+	case WALK_STEP_THROUGH:
+	case WALK_STEP_ARRIVE:
+		if (r->kind == RUN_CALL && r->push)
 			retstack_push(f, r->end_ip + r->size);
-		/* fall through */
-	case RUN_JUMP:
 		f->ip = r->target;
 		follow(f, r, 0);
-		return to_ip && f->ip == target ? WALK_REACHED : WALK_ENDED;
-	case RUN_EDGE:
+		return step == WALK_STEP_ARRIVE ? WALK_REACHED : WALK_ENDED;
+	case WALK_STEP_EDGE_ARRIVE:
+		f->ip = r->target;
+		return WALK_REACHED;
+	case WALK_STEP_EDGE:
 		/* libipt decodes the next section's first instruction before it ends the
 		 * block (an error there would be this block's): leave that to it */
 		f->ip = r->target;
-		if (to_ip && f->ip == target)
-			return WALK_REACHED;
 		return FALLBACK(f);
-	case RUN_ICALL:
-		retstack_push(f, r->end_ip + r->size);
-		/* fall through */
 	default:
+		if (r->kind == RUN_ICALL)
+			retstack_push(f, r->end_ip + r->size);
 		f->ip = r->end_ip;
 		f->from_link = &f->no_link;
 		return WALK_TRACE;
@@ -1035,7 +1072,7 @@ static inline int trailing_event(struct ptd_fast *f, bool after_block)
  * After a stretch's branch took its trace (`status`, f->status): whether an event is
  * pending that is a disable binding further on, at the next branch needing trace or at
  * its ip (proceed_event()'s walk), which the stretch may walk to
- * (disable_walks_through()): kAFL's filters, 340 K on mruby. The event is fetched and
+ * (disable_step()): kAFL's filters, 340 K on mruby. The event is fetched and
  * bound as the block's trailing_event() would (*have_bound, its answer in *bound).
  */
 static inline bool disable_ahead(struct ptd_fast *f, int status, bool *have_bound, int *bound)
@@ -1049,35 +1086,10 @@ static inline bool disable_ahead(struct ptd_fast *f, int status, bool *have_boun
 		 f->cfg.errata.skl014);
 }
 
-/*
- * Whether the walk to the pending disable (walk()) takes run `r` whole and goes on after
- * it: a direct call or jump, the disable's ip neither at, in nor after it.
- */
-static inline bool disable_walks_through(const struct ptd_fast *f, const struct run *r)
+/* What the walk to the pending disable (proceed_event()'s) does with run `r` at the ip. */
+static inline enum walk_step disable_step(const struct ptd_fast *f, const struct run *r)
 {
-	uint64_t at = f->event.variant.disabled.ip;
-
-	if (r->kind != RUN_CALL && r->kind != RUN_JUMP)
-		return false;
-	if (f->event.ip_suppressed)
-		return true;
-	return f->ip != at && !(at > r->ip && at <= r->end_ip) && r->target != at;
-}
-
-/*
- * Whether the walk to the pending disable ends at the branch of run `r`, one needing
- * trace, the disable's ip not before it (walk()'s WALK_TRACE): the disable binds there.
- */
-static inline bool disable_binds_at_branch(const struct ptd_fast *f, const struct run *r)
-{
-	uint64_t at = f->event.variant.disabled.ip;
-
-	if (r->kind != RUN_COND && r->kind != RUN_RET && r->kind != RUN_ICALL &&
-	    r->kind != RUN_INDIRECT)
-		return false;
-	if (f->event.ip_suppressed)
-		return true;
-	return f->ip != at && !(at > r->ip && at <= r->end_ip);
+	return walk_step(r, !f->event.ip_suppressed, f->event.variant.disabled.ip);
 }
 
 int ptd_fast_next(struct ptd_fast *f, struct pt_block *b)
@@ -1451,18 +1463,22 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 			/* where the walk to a disable stops: the block where it binds at its
 			 * branch is handed back as proceed_event() makes it, another goes to
 			 * ptd_fast_next() */
-			if (walking && !disable_walks_through(f, r)) {
-				if (!disable_binds_at_branch(f, r)) {
+			if (walking) {
+				enum walk_step step = disable_step(f, r);
+
+				if (step == WALK_STEP_TRACE) {
+					linked++;
+					if (r->kind == RUN_ICALL)
+						retstack_push(f, r->end_ip + r->size);
+					disable_resume_ip(f, r);
+					binds = true;
+					status = 0;
+					break;
+				}
+				if (step != WALK_STEP_THROUGH) {
 					next = true;
 					break;
 				}
-				linked++;
-				if (r->kind == RUN_ICALL)
-					retstack_push(f, r->end_ip + r->size);
-				disable_resume_ip(f, r);
-				binds = true;
-				status = 0;
-				break;
 			}
 			linked++;
 		} else if (walking) {

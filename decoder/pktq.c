@@ -956,22 +956,31 @@ static int decode_tip(struct pktq *q)
 	return 0;
 }
 
-/* A TIP.PGE's enable (its ip known: last_ip_query() says so) into `ev`, zeroed */
-static inline void pge_event(struct pktq *q, struct pt_event *ev)
+/*
+ * A TIP.PGE's enable (the events bound to the packet come next) or, no event bound to it,
+ * a TIP.PGD's disable (`pge`: which) into `ev`, zeroed here, the packet's ip updated:
+ * decode_tip_pge()'s, decode_tip_pgd()'s and decode_pg_into()'s. The enable needs the
+ * ip; tracing is on, or off, from the packet on. 0 or the error.
+ */
+static inline int pg_event(struct pktq *q, struct pt_event *ev, bool pge)
 {
+	if (!pge) {
+		memset(ev, 0, sizeof(*ev));
+		ev->type = ptev_disabled;
+		event_ip(q, &ev->variant.disabled.ip, ev);
+		event_time(q, ev);
+		q->enabled = false;
+		return 0;
+	}
+	if (last_ip_query(q, NULL) < 0)
+		return fallback(q, "TIP.PGE without ip");
+	memset(ev, 0, sizeof(*ev));
 	ev->type = ptev_enabled;
 	ev->variant.enabled.ip = q->ip;
 	event_time(q, ev);
 	q->tnt.payload = q->tnt.index = 0;
 	q->enabled = true;
-}
-
-/* A TIP.PGD's disable when no event is bound to it into `ev`, zeroed */
-static inline void pgd_event(struct pktq *q, struct pt_event *ev)
-{
-	ev->type = ptev_disabled;
-	event_ip(q, &ev->variant.disabled.ip, ev);
-	event_time(q, ev);
+	return 0;
 }
 
 static int decode_tip_pge(struct pktq *q)
@@ -982,11 +991,12 @@ static int decode_tip_pge(struct pktq *q)
 	if (status < 0)
 		return status;
 	if (!q->consume_packet) {
-		/* the enable first; the events bound to this packet next */
-		if (last_ip_query(q, NULL) < 0)
-			return fallback(q, "TIP.PGE without ip");
-		ev = evq_standalone(q);
-		pge_event(q, ev);
+		/* the enable first; the events bound to this packet next (pg_event() zeroes
+		 * the standalone event) */
+		ev = &q->standalone;
+		status = pg_event(q, ev, true);
+		if (status < 0)
+			return status;
 		q->consume_packet = true;
 	} else {
 		ev = evq_dequeue(q, EVB_TIP);
@@ -1029,8 +1039,8 @@ static int decode_tip_pgd(struct pktq *q)
 			return fallback(q, "event bound to TIP.PGD");
 		}
 	} else {
-		ev = evq_standalone(q);
-		pgd_event(q, ev);
+		ev = &q->standalone;
+		pg_event(q, ev, false);
 	}
 	if (publish_bound(q, ev, EVB_TIP, true))
 		q->enabled = false;
@@ -1860,15 +1870,9 @@ static inline int decode_pg_into(struct pktq *q, struct pt_event *ev)
 	status = last_ip_update(q, &q->nx.payload.ip);
 	if (status < 0)
 		return status;
-	if (pge && last_ip_query(q, NULL) < 0)
-		return fallback(q, "TIP.PGE without ip");
-	memset(ev, 0, sizeof(*ev));
-	if (pge) {
-		pge_event(q, ev);
-	} else {
-		pgd_event(q, ev);
-		q->enabled = false;
-	}
+	status = pg_event(q, ev, pge);
+	if (status < 0)
+		return status;
 	consume(q);
 	return 1;
 }
