@@ -1498,10 +1498,13 @@ static inline __attribute__((always_inline)) int read_ahead_run(struct pktq *q)
 	int status = 0;
 
 	for (;;) {
-		while (q->nx.type == ppt_pad) {
-			q->pos += PAD_SIZE;
-			if (__builtin_expect(pt_pkt_next(q->pd, &q->nx, sizeof(q->nx)) <= 0, 0))
-				goto failed;
+		if (q->nx.type == ppt_pad) {
+			do {
+				q->pos += PAD_SIZE;
+				if (__builtin_expect(pt_pkt_next(q->pd, &q->nx,
+								 sizeof(q->nx)) <= 0, 0))
+					goto failed;
+			} while (q->nx.type == ppt_pad);
 		}
 		if (q->nx.type != ppt_mtc)
 			break;
