@@ -108,6 +108,9 @@ struct pktq {
 	 * (UINT32_MAX is a CTC one back with MTC frequency 0) */
 	uint64_t mtc_delta;
 	uint64_t mtc_fc;
+	/* read_ahead_run()'s run of steady MTCs: as mtc_run_break() leaves it, and what one
+	 * more MTC adds to it (the comment at MTC_RUN_ONE) */
+	uint64_t mtc_run, mtc_step;
 	struct qtcal tcal;
 	bool enabled, consume_packet;
 	struct pt_event *event;		/* the event the last decode published */
@@ -1424,47 +1427,153 @@ static inline int read_ahead_mtc(struct pktq *q)
 }
 
 /*
- * The packets from pos while the packet decoder is there (the common case), up to the
- * first that is not a PAD or an MTC (most packets of some traces: taken here, without
- * fetch()'s bookkeeping for each). 0: that packet is nx, read as fetch() reads it (for
- * the caller to check); 1: the packet decoder failed at pos, for fetch_slow() to say
- * how; or an MTC's error, at the MTC (have_next).
+ * A run of steady MTCs (read_ahead_mtc_steady()'s common case: the same CTC delta as
+ * the last) is counted, not applied one by one: each is its payload compared with the
+ * one expected, and the time advances at the run's end by the count times the delta's
+ * fast counter ticks (libipt adds them one at a time: the same sum). One register, `run`,
+ * carries both: the count in its high half (2^32 MTCs would be 8 GiB of trace), the next
+ * payload expected in its low half (the last one's plus the delta in payload units);
+ * mtc_step adds one MTC to both. No payload is expected (above 255) until an MTC begins
+ * a run (mtc_run_break()), nor where the MTC is not steady or no delta is kept, nor past
+ * a wrap (read_ahead_mtc() takes those).
  */
-static inline int read_ahead_pad_mtc(struct pktq *q)
-{
-	uint64_t pos = q->pos;
-	int size, status = 0;
+#define MTC_RUN_ONE (1ull << 32)
+#define MTC_RUN_NONE UINT32_MAX
 
-	q->nx_valid = false;
+/* The end of a run: its MTCs applied as read_ahead_mtc_steady() would */
+static inline void mtc_run_end(struct pktq *q, uint64_t run)
+{
+	uint32_t n = (uint32_t)(run >> 32);
+
+	if (!n)
+		return;
+	q->time.base += (uint64_t)n * q->mtc_fc;
+	q->time.tsc = q->time.base;
+	q->time.ctc = ((uint32_t)run - (uint32_t)q->mtc_step) << q->cfg.mtc_freq;
+	q->time_new = true;
+}
+
+/* A run begun at the time as it is, in mtc_run and mtc_step: none where none can */
+static inline void mtc_run_begin(struct pktq *q)
+{
+	uint32_t d8;
+
+	/* steady: time.ctc is the last MTC's payload shifted by mtc_freq (time_mtc()) */
+	if (!q->mtc_steady || q->mtc_delta == UINT64_MAX) {
+		q->mtc_run = MTC_RUN_NONE;
+		q->mtc_step = 0;
+		return;
+	}
+	d8 = (uint32_t)(q->mtc_delta >> q->cfg.mtc_freq);
+	q->mtc_run = (q->time.ctc >> q->cfg.mtc_freq) + d8;
+	q->mtc_step = MTC_RUN_ONE | d8;
+}
+
+/*
+ * The MTC nx at pos is not the one `run` expects: the run ends, and the MTC is the first
+ * of a new one or is read ahead alone. The run goes on in mtc_run (and mtc_step); or
+ * the MTC's error. Out of line: once per run, not per MTC.
+ */
+static __attribute__((noinline)) int mtc_run_break(struct pktq *q, uint64_t run)
+{
+	int status;
+
+	mtc_run_end(q, run);
+	mtc_run_begin(q);
+	if (q->nx.payload.mtc.ctc == (uint32_t)q->mtc_run) {
+		q->mtc_run += q->mtc_step;
+		return 0;
+	}
+	status = read_ahead_mtc(q);
+	if (status < 0)
+		return status;
+	mtc_run_begin(q);
+	return 0;
+}
+
+/* libipt's sizes of the packets read_ahead_pad_mtc() steps over (pt_opcodes.h ptps_*) */
+#define PAD_SIZE 1
+#define MTC_SIZE 2
+
+/*
+ * read_ahead_pad_mtc() once the packet at pos, nx, is a PAD or an MTC: up to the first
+ * packet that is neither, with its status. A run of PADs and one of MTCs are each a loop
+ * of their own (some traces have most of theirs in a row); pos and the run's step are
+ * kept in q (an addition to memory is one instruction as well: no register for them
+ * across pt_pkt_next(), in the queries that have this inline).
+ */
+static inline __attribute__((always_inline)) int read_ahead_run(struct pktq *q)
+{
+	uint64_t run = MTC_RUN_NONE;
+	int status = 0;
+
 	for (;;) {
-		size = pt_pkt_next(q->pd, &q->nx, sizeof(q->nx));
-		if (size <= 0) {
-			q->pos = pos;
-			q->pd_off = UINT64_MAX;
-			return 1;
-		}
 		if (q->nx.type == ppt_pad) {
-			pos += 1;
-			continue;
+			do {
+				q->pos += PAD_SIZE;
+				if (__builtin_expect(pt_pkt_next(q->pd, &q->nx,
+								 sizeof(q->nx)) <= 0, 0))
+					goto failed;
+			} while (q->nx.type == ppt_pad);
 		}
 		if (q->nx.type != ppt_mtc)
 			break;
-		if (!read_ahead_mtc_steady(q)) {
-			q->pos = pos;
-			status = read_ahead_mtc_unsteady(q);
-			if (status < 0) {
-				q->have_next = true;
-				break;
+		do {
+			if (__builtin_expect(q->nx.payload.mtc.ctc != (uint32_t)run, 0)) {
+				status = mtc_run_break(q, run);
+				if (status < 0) {
+					q->have_next = true;
+					run = MTC_RUN_NONE;
+					goto done;
+				}
+				run = q->mtc_run;
+			} else {
+				run += q->mtc_step;
 			}
-		}
-		pos += (uint64_t)size;
+			q->pos += MTC_SIZE;
+			if (__builtin_expect(pt_pkt_next(q->pd, &q->nx, sizeof(q->nx)) <= 0, 0))
+				goto failed;
+		} while (q->nx.type == ppt_mtc);
 	}
-	q->pos = pos;
-	q->nx_off = pos;
-	q->pd_off = pos + (uint64_t)size;
-	q->nx_size = size;
+done:
+	mtc_run_end(q, run);
+	q->nx_off = q->pos;
+	q->pd_off = q->pos + q->nx.size;
+	q->nx_size = q->nx.size;
 	q->nx_valid = true;
 	return status;
+failed:
+	mtc_run_end(q, run);
+	q->pd_off = UINT64_MAX;
+	return 1;
+}
+
+/*
+ * The packets from pos while the packet decoder is there (the common case), up to the
+ * first that is not a PAD or an MTC (most packets of some traces: taken here, without
+ * fetch()'s bookkeeping for each, a run of steady MTCs counted: mtc_run_end(); when the
+ * first packet is already another, as between the TNT packets of most traces, that is
+ * all). 0: that packet is nx, read as fetch() reads it (for the caller to check); 1: the
+ * packet decoder failed at pos, for fetch_slow() to say how; or an MTC's error, at the
+ * MTC (have_next).
+ */
+static inline __attribute__((always_inline)) int read_ahead_pad_mtc(struct pktq *q)
+{
+	int size;
+
+	q->nx_valid = false;
+	size = pt_pkt_next(q->pd, &q->nx, sizeof(q->nx));
+	if (__builtin_expect(size <= 0, 0)) {
+		q->pd_off = UINT64_MAX;
+		return 1;
+	}
+	if (q->nx.type == ppt_mtc || q->nx.type == ppt_pad)
+		return read_ahead_run(q);
+	q->nx_off = q->pos;
+	q->pd_off = q->pos + (uint64_t)size;
+	q->nx_size = size;
+	q->nx_valid = true;
+	return 0;
 }
 
 /* pt_qry_read_ahead: status packets up to the next TNT, TIP or event packet (all of
@@ -1560,7 +1669,7 @@ static inline int read_ahead_rest(struct pktq *q, int status)
 	return status == 3 ? 0 : read_ahead_slow_from(q, status == 2);
 }
 
-static inline int read_ahead(struct pktq *q)
+static inline __attribute__((always_inline)) int read_ahead(struct pktq *q)
 {
 	int status = read_ahead_fast(q);
 
