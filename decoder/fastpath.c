@@ -130,6 +130,9 @@ struct stored_run {
  * for its cache's memory again. Guarded by the images' lock.
  */
 #define FAST_POOL 8
+/* ptd_fast.enable_link's slots */
+#define ENABLE_LINK_BITS 6
+#define ENABLE_LINKS (1u << ENABLE_LINK_BITS)
 /* skd022_may_apply()'s answers kept per fast decoder (a power of two up to 256) */
 #define SKD_CACHE 256
 
@@ -171,6 +174,12 @@ struct ptd_fast {
 	 */
 	int32_t *from_link;
 	int32_t no_link;	/* -1, never written */
+	/*
+	 * The runs tracing resumed at, by the enable's ip (direct-mapped; -1: none, as 0 is
+	 * a run): an enable's link, as it has no branch to hold one (kAFL's filters: 340 K
+	 * enables on mruby at a few return addresses, each a hashed lookup without it)
+	 */
+	int32_t enable_link[ENABLE_LINKS];
 
 	struct run *runs;
 	uint32_t nr_runs;
@@ -223,12 +232,27 @@ static uint32_t hash_ip(uint64_t ip, int as, uint32_t slots)
 
 static void tl_flush(struct ptd_fast *f);
 
+static void enable_links_clear(struct ptd_fast *f)
+{
+	unsigned k;
+
+	for (k = 0; k < ENABLE_LINKS; k++)
+		f->enable_link[k] = -1;
+}
+
+/* The link of an enable at `ip` */
+static inline int32_t *enable_link(struct ptd_fast *f, uint64_t ip)
+{
+	return &f->enable_link[(ip * 0x9e3779b97f4a7c15ull) >> (64 - ENABLE_LINK_BITS)];
+}
+
 static void cache_flush(struct ptd_fast *f)
 {
 	memset(f->hash, 0, RUN_HASH_SLOTS * sizeof(*f->hash));
 	f->nr_runs = 0;
 	f->nr_lens = 0;
 	f->from_link = &f->no_link;
+	enable_links_clear(f);
 	f->st.flushes++;
 	tl_flush(f);
 }
@@ -1734,7 +1758,7 @@ int ptd_fast_event(struct ptd_fast *f, struct pt_event *out)
 		if (ev->variant.enabled.ip == f->ip)
 			ev->variant.enabled.resumed = 1;
 		f->ip = ev->variant.enabled.ip;
-		f->from_link = &f->no_link;
+		f->from_link = enable_link(f, f->ip);
 		f->enabled = true;
 		break;
 	case ptev_async_disabled:
@@ -1990,6 +2014,7 @@ struct ptd_fast *ptd_fast_new(const struct pt_config *cfg, struct ptd_images *im
 	f->as = -1;
 	f->no_link = -1;
 	f->from_link = &f->no_link;
+	enable_links_clear(f);
 	/* the block decoder's queries: the same config, no flags of its own */
 	f->qry = pktq_new(cfg, pktq_engine_from_env());
 	if (!f->qry || !f->runs || !f->hash || !f->lens) {
