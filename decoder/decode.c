@@ -278,7 +278,7 @@ static inline uint64_t now(struct ptd_stream *s)
 
 /* ---------------------------------------------------------------- events */
 
-static int attribute(struct ptd_stream *s, uint64_t ip);
+static inline int attribute(struct ptd_stream *s, uint64_t ip);
 
 static inline struct ptd_event *emit(struct ptd_stream *s, enum ptd_kind kind, uint64_t time)
 {
@@ -519,9 +519,10 @@ static inline int set_thread(struct ptd_stream *s, uint32_t pid, uint32_t tid, i
  * Tracing starts at `ip` at the current time: which thread is it? The CPU's schedule
  * says, at the precision of the trace's time; when its choice does not map `ip` but
  * a neighbouring entry's process does, the neighbour is right (the switch and the
- * return to user space are a few hundred ns apart, below MTC resolution).
+ * return to user space are a few hundred ns apart, below MTC resolution). In line: each
+ * enable asks (kAFL's filters: 340 K on mruby).
  */
-static int attribute(struct ptd_stream *s, uint64_t ip)
+static inline __attribute__((always_inline)) int attribute(struct ptd_stream *s, uint64_t ip)
 {
 	const struct ptd_sched *sc = s->o.sched;
 	size_t i = s->sched_idx, n = s->o.nr_sched;
@@ -552,7 +553,9 @@ static int attribute(struct ptd_stream *s, uint64_t ip)
 	return set_thread(s, sc[i].pid, sc[i].tid, as);
 }
 
-static int start_tracing(struct ptd_stream *s, uint64_t ip)
+/* (in line, as stop_tracing(): on_event() makes one of each per disable and enable pair,
+ * kAFL's filters: 340 K on mruby) */
+static inline __attribute__((always_inline)) int start_tracing(struct ptd_stream *s, uint64_t ip)
 {
 	struct ptd_event *ev;
 	int err;
@@ -974,9 +977,10 @@ enum stretch_after {
  * Whether a stretch may start at the next block, and what the branch before it does to
  * the function the flow is in. stretch_lim() asks it; a block taken alone because an
  * event binds further on (a disable: 340 K on mruby) asks it too, so that the function
- * is left as a stretch would have left it.
+ * is left as a stretch would have left it. In line: a stretch follows every enable.
  */
-static enum stretch_after stretch_after(struct ptd_stream *s)
+static inline __attribute__((always_inline)) enum stretch_after
+stretch_after(struct ptd_stream *s)
 {
 	struct pending_branch *p = &s->pend;
 	uint64_t still = 0xfff - (s->still_blocks & 0xfff);
@@ -1121,8 +1125,9 @@ static void on_stretch(struct ptd_stream *s, const struct ptd_stretch *st, bool 
 }
 
 /* Tracing stopped after `ip`; it would go on at `next` (0: unknown) if nothing intervened. */
-static void stop_tracing(struct ptd_stream *s, enum cs_stop_reason why, uint64_t ip,
-			 uint64_t next)
+static inline __attribute__((always_inline)) void stop_tracing(struct ptd_stream *s,
+							       enum cs_stop_reason why,
+							       uint64_t ip, uint64_t next)
 {
 	struct ptd_event *ev;
 

@@ -130,6 +130,9 @@ struct stored_run {
  * for its cache's memory again. Guarded by the images' lock.
  */
 #define FAST_POOL 8
+/* ptd_fast.site_link's slots */
+#define SITE_LINK_BITS 11
+#define SITE_LINKS (1u << SITE_LINK_BITS)
 /* skd022_may_apply()'s answers kept per fast decoder (a power of two up to 256) */
 #define SKD_CACHE 256
 
@@ -164,13 +167,23 @@ struct ptd_fast {
 	uint8_t top, bottom;
 
 	/*
-	 * The link the ip was reached through (runs[i].link[k]), &no_link: none (look the
-	 * run up). A direct branch's link is its one target; a return's or an indirect
-	 * branch's is the run it reached last time (checked by ip). A pointer, not an index:
-	 * the stretch reads it once a block, with no test and no index arithmetic.
+	 * The link the ip was reached through (runs[i].link[k] or a site_link), &no_link:
+	 * none (look the run up). A direct branch's link is its one target, a compressed
+	 * return's the run it reached last time (checked by ip), an indirect branch's or an
+	 * enable's the site link of where it went. A pointer, not an index: the stretch
+	 * reads it once a block, with no test and no index arithmetic.
 	 */
 	int32_t *from_link;
 	int32_t no_link;	/* -1, never written */
+	/*
+	 * The runs at the ips an indirect branch (an uncompressed return too) or an enable
+	 * reached, by ip (direct-mapped; -1: none, as 0 is a run): their links. A branch's
+	 * own link holds one target, where an indirect jump may have many and a function
+	 * many callers, its first returns after an enable uncompressed (mruby: 310 K missed
+	 * it, a hashed lookup each); an enable has no branch to hold one (kAFL's filters:
+	 * 340 K enables on mruby, at the return addresses of the calls that left the filter).
+	 */
+	int32_t site_link[SITE_LINKS];
 
 	struct run *runs;
 	uint32_t nr_runs;
@@ -223,12 +236,27 @@ static uint32_t hash_ip(uint64_t ip, int as, uint32_t slots)
 
 static void tl_flush(struct ptd_fast *f);
 
+static void site_links_clear(struct ptd_fast *f)
+{
+	unsigned k;
+
+	for (k = 0; k < SITE_LINKS; k++)
+		f->site_link[k] = -1;
+}
+
+/* The link of a return or an enable to `ip` (ptd_fast.site_link) */
+static inline int32_t *site_link(struct ptd_fast *f, uint64_t ip)
+{
+	return &f->site_link[(ip * 0x9e3779b97f4a7c15ull) >> (64 - SITE_LINK_BITS)];
+}
+
 static void cache_flush(struct ptd_fast *f)
 {
 	memset(f->hash, 0, RUN_HASH_SLOTS * sizeof(*f->hash));
 	f->nr_runs = 0;
 	f->nr_lens = 0;
 	f->from_link = &f->no_link;
+	site_links_clear(f);
 	f->st.flushes++;
 	tl_flush(f);
 }
@@ -692,7 +720,8 @@ static inline __attribute__((always_inline)) int with_trace(struct ptd_fast *f, 
 	}
 }
 
-/* The indirect branch ending run `r` goes where the next TIP says (as with_trace()). */
+/* The indirect branch ending run `r` goes where the next TIP says (as with_trace()), through
+ * the site link there. */
 static inline int indirect_trace(struct ptd_fast *f, struct run *r)
 {
 	int status = pktq_indirect_branch(f->qry, &f->ip);
@@ -703,7 +732,7 @@ static inline int indirect_trace(struct ptd_fast *f, struct run *r)
 	if (status & pts_ip_suppressed)
 		return FALLBACK(f);
 	f->status = status;
-	follow(f, r, 0);
+	f->from_link = site_link(f, f->ip);
 	return 0;
 }
 
@@ -1750,7 +1779,7 @@ int ptd_fast_event(struct ptd_fast *f, struct pt_event *out)
 		if (ev->variant.enabled.ip == f->ip)
 			ev->variant.enabled.resumed = 1;
 		f->ip = ev->variant.enabled.ip;
-		f->from_link = &f->no_link;
+		f->from_link = site_link(f, f->ip);
 		f->enabled = true;
 		break;
 	case ptev_async_disabled:
@@ -2006,6 +2035,7 @@ struct ptd_fast *ptd_fast_new(const struct pt_config *cfg, struct ptd_images *im
 	f->as = -1;
 	f->no_link = -1;
 	f->from_link = &f->no_link;
+	site_links_clear(f);
 	/* the block decoder's queries: the same config, no flags of its own */
 	f->qry = pktq_new(cfg, pktq_engine_from_env());
 	if (!f->qry || !f->runs || !f->hash || !f->lens) {
