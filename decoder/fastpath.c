@@ -1158,11 +1158,12 @@ int ptd_fast_next(struct ptd_fast *f, struct pt_block *b)
 #define TL_SETS (1u << 12)
 #define TL_WAYS 4
 /*
- * A tracelet pays from 3 blocks (its lookup costs about what two blocks walked one by
- * one cost); from a run whose last TL_SHORT_MAX were shorter (or had no bits to look up
- * with), lookups are left out until its count wraps (248 blocks later): tried again.
+ * A tracelet pays from 2 blocks (its lookup costs about what one or two blocks walked
+ * one by one cost; callgrind: from 3, mruby and HASE take 0.1 % more instructions); from
+ * a run whose last TL_SHORT_MAX were shorter (or had no bits to look up with), lookups
+ * are left out until its count wraps (248 blocks later): tried again.
  */
-#define TL_PAYS_BLOCKS 2	/* blocks before the final one */
+#define TL_PAYS_BLOCKS 1	/* blocks before the final one */
 #define TL_SHORT_MAX 8
 
 /*
@@ -1185,11 +1186,13 @@ struct tl_edge {
 struct tracelet {
 	uint64_t ip;		/* where it starts */
 	uint64_t bits;		/* the bits pending there, the oldest in bit 0 */
-	uint64_t lo, hi;	/* the stretch's function range */
+	uint64_t lo, hi;	/* the stretch's function range (0, 0 if asks) */
 	int32_t as;
 	int32_t final;		/* the run of its final block (a conditional branch) */
 	int32_t pre;		/* the run of the block before that one, -1: none */
-	uint32_t blocks;	/* blocks before the final one */
+	uint16_t blocks;	/* blocks before the final one (a stretch has < 4096) */
+	bool asks;		/* the range is still to be asked where it starts (after an
+				 * edge): its first block asks it */
 	uint64_t insns;		/* and their instructions */
 	uint32_t stamp;		/* last use (LRU within the set) */
 	uint8_t nbits;		/* the bits' count; 0: an empty slot */
@@ -1236,14 +1239,14 @@ static inline struct tracelet *tl_set(struct ptd_fast *f, uint64_t ip, uint64_t 
 }
 
 static struct tracelet *tl_find(struct ptd_fast *f, uint64_t ip, uint64_t bits, unsigned nbits,
-				uint64_t lo, uint64_t hi)
+				uint64_t lo, uint64_t hi, bool asks)
 {
 	struct tracelet *t = tl_set(f, ip, bits, nbits);
 	unsigned w;
 
 	for (w = 0; w < TL_WAYS; w++, t++)
 		if (t->ip == ip && t->bits == bits && t->nbits == nbits && t->as == f->as &&
-		    t->lo == lo && t->hi == hi) {
+		    t->lo == lo && t->hi == hi && t->asks == asks) {
 			t->stamp = ++f->tl_clock;
 			return t;
 		}
@@ -1308,12 +1311,16 @@ static void tl_rec_cond(struct ptd_fast *f, struct tl_rec *rec, const struct run
 			const struct run *before, bool before_edge, uint64_t n, uint64_t insns,
 			const struct ptd_stretch *st)
 {
+	if (n - rec->n0 > UINT16_MAX) {
+		rec->on = false;	/* (more than a tracelet counts; a stretch has fewer) */
+		return;
+	}
 	rec->took++;
 	rec->t.take = (uint8_t)rec->took;
 	rec->t.final = (int32_t)(r - f->runs);
 	rec->t.pre = n > rec->n0 ? (int32_t)(before - f->runs) : -1;
 	rec->t.pre_edge = n > rec->n0 && before_edge;
-	rec->t.blocks = (uint32_t)(n - rec->n0);
+	rec->t.blocks = (uint16_t)(n - rec->n0);
 	rec->t.insns = insns - rec->insns0;
 	rec->t.nedges = (uint8_t)rec->nedges;
 	if (rec->nedges) {
@@ -1333,18 +1340,14 @@ static void tl_rec_cond(struct ptd_fast *f, struct tl_rec *rec, const struct run
 	}
 }
 
-/* lim->range's answer for the function of `r`'s last instruction, asked once per run. */
-static int run_range(struct run *r, const struct ptd_stretch_lim *lim, uint64_t *lo,
-		     uint64_t *hi)
+/* run_range() where the run holds no answer: ask lim->range (and keep it if it fits). */
+static __attribute__((noinline)) int run_range_ask(struct run *r,
+						   const struct ptd_stretch_lim *lim,
+						   uint64_t *lo, uint64_t *hi)
 {
 	uint64_t at = r->end_ip;
 	int answer;
 
-	if (r->fn_state == RUN_FN_KEPT) {
-		*lo = at - r->fn_below;
-		*hi = at + r->fn_above;
-		return r->fn_answer;
-	}
 	*lo = *hi = 0;
 	answer = lim->range(lim->ctx, at, lo, hi);
 	if (r->fn_state == RUN_FN_ASK)
@@ -1358,6 +1361,21 @@ static int run_range(struct run *r, const struct ptd_stretch_lim *lim, uint64_t 
 		r->fn_state = RUN_FN_KEPT;
 	}
 	return answer;
+}
+
+/*
+ * lim->range's answer for the function of `r`'s last instruction, asked once per run. In
+ * line: the stretch asks it after every edge, and a tracelet at its first jump.
+ */
+static inline int run_range(struct run *r, const struct ptd_stretch_lim *lim, uint64_t *lo,
+			    uint64_t *hi)
+{
+	if (__builtin_expect(r->fn_state == RUN_FN_KEPT, 1)) {
+		*lo = r->end_ip - r->fn_below;
+		*hi = r->end_ip + r->fn_above;
+		return r->fn_answer;
+	}
+	return run_range_ask(r, lim, lo, hi);
 }
 
 /* The tracelet being recorded ends here (cut short where its walk always ends). */
@@ -1485,9 +1503,12 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 		ip = f->ip;
 		/* run_here(), its usual case in line: the link of the branch before */
 		idx = *f->from_link;
-		/* the usual case (on mruby, 665 K blocks of 10.9 M miss the link) */
-		if (__builtin_expect(idx >= 0 && f->runs[idx].ip == ip && f->runs[idx].as == f->as,
-				     1)) {
+		/*
+		 * The usual case (on mruby, 665 K blocks of 10.9 M miss the link). The run
+		 * linked is of the address space: a link joins runs of one, and
+		 * ptd_fast_set_as() drops the link where it changes.
+		 */
+		if (__builtin_expect(idx >= 0 && f->runs[idx].ip == ip, 1)) {
 			r = &f->runs[idx];
 			/* where the walk to a disable stops: the block where it binds at its
 			 * branch is handed back as proceed_event() makes it, another goes to
@@ -1522,9 +1543,13 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 				break;
 			}
 		}
-		/* a tracelet from here, once the range is known (after the first jump) */
-		if (f->tl_on && !rec.on && (r->kind == RUN_COND || r->kind == RUN_JUMP) &&
-		    !need_range && !walking) {
+		/*
+		 * A tracelet from a conditional branch: its bit is the tracelet's first, and
+		 * the query that fails there fails for the tracelet (pktq_cond_take() below).
+		 * Where the range is still to be asked (at the start, or after an edge), it
+		 * asks it as the walk does: it is keyed without one.
+		 */
+		if (f->tl_on && !rec.on && r->kind == RUN_COND && !walking) {
 			const struct tracelet *t;
 			const struct tl_more *m;
 			uint64_t bits;
@@ -1538,10 +1563,19 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 				tl_note(r, false);
 			} else {
 				f->st.tl_lookups++;
-				t = tl_find(f, ip, bits, nbits, lo, hi);
+				t = tl_find(f, ip, bits, nbits, need_range ? 0 : lo,
+					    need_range ? 0 : hi, need_range);
 				m = t && t->nedges ? &f->tl_more[t - f->tl] : NULL;
 				if (t && n + t->blocks < left &&
 				    (!m || tl_edges_fit(t, m, lim, edges))) {
+					/*
+					 * Its bits: where reading their packet fails, the first
+					 * bit's query (this block's) fails the same way, with
+					 * nothing taken (pktq.h).
+					 */
+					status = pktq_cond_take(f->qry, t->take);
+					if (status < 0)
+						goto final_block;
 					/* its blocks before the final one go as a sum */
 					tl_note(r, t->blocks >= TL_PAYS_BLOCKS);
 					f->st.tl_hits++;
@@ -1549,6 +1583,15 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 					/* counted as the runs found they stand for (this one is) */
 					linked += t->blocks;
 					n += t->blocks;
+					if (need_range && t->blocks) {
+						/* asked at its first block as the walk did (the
+						 * answer is the run's: the same) */
+						need_range = false;
+						st->ranged = true;
+						st->range = run_range(r, lim, &lo, &hi);
+						st->lo = lo;
+						st->hi = hi;
+					}
 					if (m) {
 						edges = tl_replay(f, t, m, lim, edges, insns);
 						/* the range since its last edge */
@@ -1569,7 +1612,6 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 					ip = f->ip = r->ip;
 					f->from_link = &f->no_link;
 					taken = (int)((t->bits >> (t->take - 1)) & 1);
-					status = pktq_cond_take(f->qry, t->take);
 					goto final_block;
 				}
 				if (!t) {
@@ -1587,8 +1629,9 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 					rec.n0 = n;
 					rec.insns0 = insns;
 					rec.flushes = f->st.flushes;
-					rec.t.lo = lo;
-					rec.t.hi = hi;
+					rec.t.lo = need_range ? 0 : lo;
+					rec.t.hi = need_range ? 0 : hi;
+					rec.t.asks = need_range;
 				}
 			}
 		}
