@@ -11,11 +11,18 @@ TICKER=$BUILD/targets/ticker
 sleep 30 &
 IDLE=$!
 BG_PIDS+=("$IDLE")
-# The forked shell becomes sleep at its exec: before that it is bash, and it runs;
-# idle means sleep, asleep (state S) in its nanosleep.
-idle_asleep() { [ "$(cut -d' ' -f2,3 "/proc/$IDLE/stat" 2>/dev/null)" = "(sleep) S" ]; }
-for _ in $(seq 100); do idle_asleep && break; sleep 0.1; done
-idle_asleep || fail "sleep (pid $IDLE) was not asleep after 10 s: $(cat "/proc/$IDLE/stat")"
+# A forked shell becomes the program at its exec: before that it is bash, and it runs.
+# wait_exec PID COMM [STATE]: until PID is COMM (and in STATE).
+wait_exec() {
+	local want="($2)${3:+ $3}" fields=2${3:+,3}
+	for _ in $(seq 100); do
+		[ "$(cut -d' ' -f"$fields" "/proc/$1/stat" 2>/dev/null)" = "$want" ] && return
+		sleep 0.1
+	done
+	fail "pid $1 was not $want after 10 s: $(cat "/proc/$1/stat")"
+}
+# idle means sleep, asleep (state S) in its nanosleep
+wait_exec "$IDLE" sleep S
 cap idle -p "$IDLE" --duration 500ms -o "$TMP/idle.fxt"
 [ "$RC" = 1 ] || { cat "$TMP/idle.err"; fail "idle -p: exit $RC, expected 1"; }
 grep -q "sleep (pid $IDLE) ran no instructions while traced" "$TMP/idle.err" ||
@@ -27,6 +34,7 @@ not_traced "$IDLE"
 "$TICKER" 8 >/dev/null &
 TK=$!
 BG_PIDS+=("$TK")
+wait_exec "$TK" ticker
 cap_bg first -p "$TK" --duration 5s -o "$TMP/first.fxt"
 for _ in $(seq 100); do grep -q recording "$TMP/first.err" && break; sleep 0.1; done
 sleep 0.5
@@ -89,6 +97,7 @@ fi
 "$TICKER" 10 >/dev/null &
 TK=$!
 BG_PIDS+=("$TK")
+wait_exec "$TK" ticker
 cap_bg killed -p "$TK" -o "$TMP/killed.fxt"
 for _ in $(seq 100); do grep -q recording "$TMP/killed.err" && break; sleep 0.1; done
 sleep 1
