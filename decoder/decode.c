@@ -505,10 +505,16 @@ static __attribute__((noinline)) int set_thread_changed(struct ptd_stream *s, ui
 	return err;
 }
 
+/* Whether the thread is (pid, tid) in address space `as` already. */
+static inline bool same_thread(const struct ptd_stream *s, uint32_t pid, uint32_t tid, int as)
+{
+	return as == s->as && s->have_thread && pid == s->pid && tid == s->tid;
+}
+
 /* As set_thread_changed(), in line for the usual start of tracing: the same thread. */
 static inline int set_thread(struct ptd_stream *s, uint32_t pid, uint32_t tid, int as)
 {
-	if (as == s->as && s->have_thread && pid == s->pid && tid == s->tid) {
+	if (same_thread(s, pid, tid, as)) {
 		s->fn_valid = false;
 		return 0;
 	}
@@ -516,23 +522,26 @@ static inline int set_thread(struct ptd_stream *s, uint32_t pid, uint32_t tid, i
 }
 
 /*
- * Tracing starts at `ip` at the current time: which thread is it? The CPU's schedule
- * says, at the precision of the trace's time; when its choice does not map `ip` but
- * a neighbouring entry's process does, the neighbour is right (the switch and the
- * return to user space are a few hundred ns apart, below MTC resolution). In line: each
- * enable asks (kAFL's filters: 340 K on mruby).
+ * Tracing starts at `ip` at time `t`: which thread is it (*pid, *tid, and the address
+ * space, or a negative errno)? The CPU's schedule says, at the precision of the trace's
+ * time; when its choice does not map `ip` but a neighbouring entry's process does, the
+ * neighbour is right (the switch and the return to user space are a few hundred ns
+ * apart, below MTC resolution). Asking again at the same time gives the same answer.
+ * In line: each enable asks (kAFL's filters: 340 K on mruby).
  */
-static inline __attribute__((always_inline)) int attribute(struct ptd_stream *s, uint64_t ip)
+static inline __attribute__((always_inline)) int thread_at(struct ptd_stream *s, uint64_t ip,
+							     uint64_t t, uint32_t *pid,
+							     uint32_t *tid)
 {
 	const struct ptd_sched *sc = s->o.sched;
 	size_t i = s->sched_idx, n = s->o.nr_sched;
-	/* once: every branch below asks for it */
-	uint64_t t = now(s);
 	int as;
 
-	if (!n)
-		return set_thread(s, s->o.fixed_pid, s->o.fixed_tid,
-				  as_for(s, s->o.fixed_pid, t));
+	if (!n) {
+		*pid = s->o.fixed_pid;
+		*tid = s->o.fixed_tid;
+		return as_for(s, s->o.fixed_pid, t);
+	}
 	while (i + 1 < n && sc[i + 1].time <= t)
 		i++;
 	s->sched_idx = i;
@@ -550,7 +559,18 @@ static inline __attribute__((always_inline)) int attribute(struct ptd_stream *s,
 			}
 		}
 	}
-	return set_thread(s, sc[i].pid, sc[i].tid, as);
+	*pid = sc[i].pid;
+	*tid = sc[i].tid;
+	return as;
+}
+
+/* Tracing starts at `ip` now: its thread becomes the stream's (thread_at()). */
+static inline __attribute__((always_inline)) int attribute(struct ptd_stream *s, uint64_t ip)
+{
+	uint32_t pid, tid;
+	int as = thread_at(s, ip, now(s), &pid, &tid);
+
+	return set_thread(s, pid, tid, as);
 }
 
 /* (in line, as stop_tracing(): on_event() makes one of each per disable and enable pair,
@@ -964,6 +984,24 @@ static uint64_t stretch_time(void *ctx, int status, uint64_t tsc)
 	return s->now;
 }
 
+/*
+ * Whether a stretch may take an enable at `ip` (ptd_stretch_lim.resume), its event's
+ * time `tsc`, after `insns` of its instructions: on_event() would make its START alone,
+ * in the thread tracing stopped in (the time is now()'s there, as on_event() sets it).
+ */
+static bool stretch_resume(void *ctx, uint64_t ip, uint64_t tsc, uint64_t insns)
+{
+	struct ptd_stream *s = ctx;
+	uint64_t t = s->o.timeless ? s->st.insns + insns : ptd_clock_ns(&s->o.clock, tsc);
+	uint32_t pid, tid;
+	int as;
+
+	if (s->uret || (s->as >= 0 && in_uprobes(s, ip) == 1))
+		return false;
+	as = thread_at(s, ip, t, &pid, &tid);
+	return same_thread(s, pid, tid, as);
+}
+
 /* The branch before the next block, as a stretch from there sees it (stretch_after()). */
 enum stretch_after {
 	AFTER_NONE,	/* no stretch may start here */
@@ -1053,6 +1091,7 @@ static bool stretch_lim(struct ptd_stream *s, struct ptd_stretch_lim *lim, bool 
 	lim->up_start = s->as >= 0 ? s->up_start : 0;
 	lim->up_end = s->as >= 0 ? s->up_end : 0;
 	lim->time = s->o.timeless ? NULL : stretch_time;
+	lim->resume = stretch_resume;
 	*defer = after == AFTER_CALLRET;
 	if (after == AFTER_CALLRET && symbols) {
 		lim->lo = lim->hi = 0;
@@ -1078,52 +1117,6 @@ static bool stretch_lim(struct ptd_stream *s, struct ptd_stretch_lim *lim, bool 
 	return true;
 }
 
-/* The time now() says at edge `e` of a stretch that began after `insns0` instructions. */
-static uint64_t edge_now(const struct ptd_stream *s, const struct ptd_stretch_edge *e,
-			 uint64_t insns0)
-{
-	return s->o.timeless ? insns0 + e->insns : e->time;
-}
-
-
-/*
- * A stretch of blocks went by (ptd_fast_stretch()): count them as on_block() would, and
- * make the events of its calls and returns as resolve() would have, but the last one's
- * when it ends the stretch: it is pending, as after its block.
- */
-static void on_stretch(struct ptd_stream *s, const struct ptd_stretch *st, bool defer)
-{
-	uint64_t insns0 = s->st.insns;
-	unsigned k, events = st->nr_edges - st->edge_last;
-
-	/* the call or return into its first block */
-	if (defer)
-		resolve(s, st->ip);
-	for (k = 0; k < events; k++)
-		call_return_event(s, s->edges[k].ret, s->edges[k].from, s->edges[k].to,
-				  edge_now(s, &s->edges[k], insns0));
-	/* the function since its last edge (or since it began) */
-	if (st->ranged)
-		fn_set(s, st->range, st->lo, st->hi);
-	s->fast_insns += st->insns;
-	s->fast_blocks += st->blocks;
-	s->st.fast_stretched += st->blocks;
-	s->st.fast_edges += st->nr_edges;
-	s->st.insns += st->insns;
-	s->st.blocks += st->blocks;
-	s->still_blocks += (uint32_t)st->blocks;
-	if (st->edge_last) {
-		/* set_pending() takes its time from now(): the edge's */
-		s->now = edge_now(s, &s->edges[events], insns0);
-		s->time_stale = false;
-	} else {
-		s->time_stale = true;
-	}
-	/* its jumps made no event; the last branch's is judged at the next block */
-	set_pending(s, st->end_ip, st->iclass, ptem_64bit, st->isid);
-	s->time_stale = true;
-}
-
 /* Tracing stopped after `ip`; it would go on at `next` (0: unknown) if nothing intervened. */
 static inline __attribute__((always_inline)) void stop_tracing(struct ptd_stream *s,
 							       enum cs_stop_reason why,
@@ -1139,6 +1132,85 @@ static inline __attribute__((always_inline)) void stop_tracing(struct ptd_stream
 		ev->reason = (uint16_t)why;
 		s->seam_events += ip == PTD_IP_SEAM;
 	}
+}
+
+/* The time now() says at edge `e` of a stretch that began after `insns0` instructions. */
+static uint64_t edge_now(const struct ptd_stream *s, const struct ptd_stretch_edge *e,
+			 uint64_t insns0)
+{
+	return s->o.timeless ? insns0 + e->insns : e->time;
+}
+
+
+/*
+ * Edge `e` of a stretch at `time`: a call's or return's event, as resolve() makes it, or
+ * a disable's STOP or an enable's START, as on_event() makes them at their event's time
+ * (the enable's thread is the stream's: stretch_resume()).
+ */
+static inline void edge_event(struct ptd_stream *s, const struct ptd_stretch_edge *e,
+			      uint64_t time)
+{
+	switch (e->kind) {
+	case PTD_EDGE_CALL:
+	case PTD_EDGE_RETURN:
+		call_return_event(s, e->kind == PTD_EDGE_RETURN, e->from, e->to, time);
+		return;
+	case PTD_EDGE_STOP:
+	case PTD_EDGE_START:
+		s->now = time;
+		s->time_stale = false;
+		s->pend.valid = false;
+		if (e->kind == PTD_EDGE_STOP)
+			stop_tracing(s, CS_STOP_UNTRACED, e->from, 0);
+		else
+			start_tracing(s, e->to);
+		return;
+	}
+}
+
+/*
+ * A stretch of blocks went by (ptd_fast_stretch()): count them as on_block() would, and
+ * make the events of its calls and returns as resolve() would have, but the last one's
+ * when it ends the stretch: it is pending, as after its block; and those of the
+ * disables and enables it took, as on_event() would have.
+ */
+static void on_stretch(struct ptd_stream *s, const struct ptd_stretch *st, bool defer)
+{
+	uint64_t insns0 = s->st.insns;
+	unsigned k, events = st->nr_edges - st->edge_last;
+
+	/* the call or return into its first block */
+	if (defer)
+		resolve(s, st->ip);
+	for (k = 0; k < events; k++)
+		edge_event(s, &s->edges[k], edge_now(s, &s->edges[k], insns0));
+	/* the function since its last edge (or since it began) */
+	if (st->ranged)
+		fn_set(s, st->range, st->lo, st->hi);
+	s->fast_insns += st->insns;
+	s->fast_blocks += st->blocks;
+	s->fast_events += st->events;
+	s->st.fast_stretched += st->blocks;
+	s->st.fast_edges += st->nr_edges - st->events;
+	s->st.insns += st->insns;
+	s->st.blocks += st->blocks;
+	s->still_blocks += (uint32_t)st->blocks;
+	if (st->toggled_last) {
+		/* tracing stopped after its last block (and resumed): no branch is pending,
+		 * the time is the last event's (edge_event()) */
+		s->last_ip = st->end_ip;
+		return;
+	}
+	if (st->edge_last) {
+		/* set_pending() takes its time from now(): the edge's */
+		s->now = edge_now(s, &s->edges[events], insns0);
+		s->time_stale = false;
+	} else {
+		s->time_stale = true;
+	}
+	/* its jumps made no event; the last branch's is judged at the next block */
+	set_pending(s, st->end_ip, st->iclass, ptem_64bit, st->isid);
+	s->time_stale = true;
 }
 
 static int on_event(struct ptd_stream *s, const struct pt_event *e)
@@ -1563,6 +1635,7 @@ static void stream_step(struct ptd_stream *s)
 	if (s->status & pts_event_pending) {
 event:
 		status = s->on_fast ? ptd_fast_event(s->fast, &ev) : PTD_FAST_FALLBACK;
+event_failed:
 		if (status == PTD_FAST_FALLBACK) {
 			if (s->on_fast)
 				fast_fallback(s);
@@ -1610,6 +1683,16 @@ block:
 			on_stretch(s, &stretch, defer);
 		else if (stretch.ranged)
 			fn_set(s, stretch.range, stretch.lo, stretch.hi);
+		if (stretch.event_status) {
+			/* it ended at its events, the next one pending if that failed */
+			if (status < 0) {
+				s->fast_pending = true;
+				goto event_failed;
+			}
+			s->fast_pending = status & pts_event_pending;
+			s->status = status;
+			goto next;
+		}
 	} else {
 		status = ptd_fast_next(s->fast, &block);
 	}

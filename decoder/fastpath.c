@@ -1435,7 +1435,7 @@ static unsigned tl_replay(struct ptd_fast *f, const struct tracelet *t, const st
 		e->to = te->to;
 		e->insns = insns + te->insns;
 		e->time = 0;
-		e->ret = te->ret;
+		e->kind = te->ret ? PTD_EDGE_RETURN : PTD_EDGE_CALL;
 	}
 	return edges;
 }
@@ -1462,6 +1462,87 @@ static inline uint64_t edge_time(struct ptd_fast *f, const struct ptd_stretch_li
 	return c->time;
 }
 
+/* What a stretch did at a disable bound at its last block's branch (take_toggle()). */
+struct toggled {
+	bool resumed;		/* the disable and the enable after it taken: it goes on (else
+				 * it ends at its events: ptd_stretch.event_status) */
+	int status;		/* ptd_fast_event()'s answer for the last event taken, or for
+				 * the one it fails on (not taken) */
+	unsigned events;	/* events taken, their edges in lim->edges */
+	uint64_t at;		/* the stretch's blocks up to the last disable taken (its
+				 * toggled_last) */
+};
+
+/*
+ * Whether the stretch may take the disable bound at the branch of run `r` (take_toggle()),
+ * with room for its edges after `edges`. Not: ptd_fast_event()'s refusal, a far call's
+ * disable (a system call's STOP, after its bytes: HASE's), an event with no time where
+ * events have one; the stretch ends with `r`, the event pending.
+ */
+static inline bool toggle_takes(const struct ptd_fast *f, const struct ptd_stretch_lim *lim,
+				const struct run *r, unsigned edges)
+{
+	return lim->resume && edges + 2 <= lim->max_edges && !f->event.status_update &&
+	       (!lim->time || f->event.has_tsc) && r->iclass != ptic_far_call &&
+	       r->iclass != ptic_error;
+}
+
+/*
+ * The disable bound at the branch of run `r`, the stretch's last block, taken as
+ * ptd_fast_event() takes it (a STOP edge after `edges`), and the enable it fetches, if
+ * that is next and lim->resume agrees (a START edge): kAFL's filters, 340 K pairs on
+ * mruby. `insns`, `n`: the stretch's instructions and blocks with `r`. Not in line, `tg`
+ * kept in memory: the stretch's loop keeps its registers for the usual block.
+ */
+static __attribute__((noinline)) void take_toggle(struct ptd_fast *f,
+						  const struct ptd_stretch_lim *lim,
+						  const struct run *r, uint64_t insns, uint64_t n,
+						  unsigned edges, struct toggled *tg)
+{
+	struct pt_event *ev = &f->event;
+	struct ptd_stretch_edge *e = &lim->edges[edges];
+	uint64_t tsc = ev->tsc, ip;
+
+	tg->resumed = false;
+	tg->events = 0;
+	f->enabled = false;
+	f->process_event = false;
+	tg->status = trailing_event(f, false);
+	if (tg->status < 0)
+		return;
+	e->from = r->end_ip;
+	e->to = 0;
+	e->insns = insns;
+	e->time = lim->time ? lim->time(lim->ctx, 0, tsc) : 0;
+	e->kind = PTD_EDGE_STOP;
+	tg->events++;
+	tg->at = n;
+	/* the enable, if next and as ptd_fast_event() takes it ((resumed) is not read) */
+	if (!(tg->status & pts_event_pending) || ev->type != ptev_enabled || ev->status_update ||
+	    ev->ip_suppressed || (lim->time && !ev->has_tsc))
+		return;
+	ip = ev->variant.enabled.ip;
+	tsc = ev->tsc;
+	if (!lim->resume(lim->ctx, ip, tsc, insns))
+		return;
+	f->ip = ip;
+	f->from_link = site_link(f, ip);
+	f->enabled = true;
+	f->process_event = false;
+	tg->status = trailing_event(f, false);
+	if (tg->status < 0)
+		return;
+	e++;
+	e->from = 0;
+	e->to = ip;
+	e->insns = insns;
+	e->time = lim->time ? lim->time(lim->ctx, 0, tsc) : 0;
+	e->kind = PTD_EDGE_START;
+	tg->events++;
+	/* an event fetched that binds further on: the next block is taken alone */
+	tg->resumed = !(tg->status & (pts_event_pending | pts_eos)) && !f->process_event;
+}
+
 int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_stretch_lim *lim,
 		     struct ptd_stretch *st)
 {
@@ -1475,6 +1556,7 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 	 * was fetched, bind_event()'s answer */
 	bool walking = false, have_bound = false, binds = false;
 	int bound = 0;
+	struct toggled tg = { .at = 0 };
 	/* [lo, hi) is asked at the next jump: at the start, or after an edge */
 	bool need_range = lim->ask_range && lim->range;
 	unsigned edges = 0;
@@ -1488,6 +1570,9 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 	st->ranged = false;
 	st->nr_edges = 0;
 	st->edge_last = false;
+	st->events = 0;
+	st->toggled_last = false;
+	st->event_status = false;
 	if (f->process_event || !f->enabled || f->mode != ptem_64bit ||
 	    (lim->check_entry && (f->ip < lo || f->ip >= hi)))
 		return ptd_fast_next(f, b);
@@ -1511,8 +1596,8 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 		if (__builtin_expect(idx >= 0 && f->runs[idx].ip == ip, 1)) {
 			r = &f->runs[idx];
 			/* where the walk to a disable stops: the block where it binds at its
-			 * branch is handed back as proceed_event() makes it, another goes to
-			 * ptd_fast_next() */
+			 * branch is the stretch's (its branch makes no event: the disable
+			 * follows at once), another goes to ptd_fast_next() */
 			if (walking) {
 				enum walk_step step = disable_step(f, r);
 
@@ -1521,8 +1606,29 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 					if (r->kind == RUN_ICALL)
 						retstack_push(f, r->end_ip + r->size);
 					disable_resume_ip(f, r);
-					binds = true;
-					status = 0;
+					insns += r->ninsn;
+					last = r;
+					last_edge = false;
+					if (!toggle_takes(f, lim, r, edges)) {
+						binds = true;
+						n++;
+						break;
+					}
+					take_toggle(f, lim, r, insns, n + 1, edges, &tg);
+					status = tg.status;
+					edges += tg.events;
+					st->events += tg.events;
+					if (tg.resumed) {
+						/* as after an edge: the function is asked at the next
+						 * jump; the edges' time asked again */
+						walking = have_bound = false;
+						need_range = lim->range != NULL;
+						st->ranged = false;
+						clock.status = 1;
+						continue;
+					}
+					st->event_status = true;
+					n++;
 					break;
 				}
 				if (step != WALK_STEP_THROUGH) {
@@ -1715,7 +1821,7 @@ final_block:
 			}
 			e->from = r->end_ip;
 			e->to = f->ip;
-			e->ret = r->kind == RUN_RET;
+			e->kind = r->kind == RUN_RET ? PTD_EDGE_RETURN : PTD_EDGE_CALL;
 			insns += r->ninsn;
 			e->insns = insns;
 			edges++;
@@ -1725,7 +1831,7 @@ final_block:
 				te->from = e->from;
 				te->to = e->to;
 				te->insns = (uint32_t)(insns - rec.insns0);
-				te->ret = e->ret;
+				te->ret = r->kind == RUN_RET;
 				te->push = r->kind == RUN_CALL && r->push;
 				te->pushed = r->end_ip + r->size;
 				if (te->ret) {
@@ -1773,11 +1879,12 @@ final_block:
 	f->st.hits += linked;
 	f->st.linked += linked;
 	if (f->refuse_every)
-		f->nexts += n + !next;
+		f->nexts += n + !(next || binds || st->event_status);
 	st->insns = insns;
 	st->blocks = n;
 	st->nr_edges = edges;
 	st->edge_last = last_edge;
+	st->toggled_last = st->events && tg.at == n;
 	if (last) {
 		st->end_ip = last->end_ip;
 		st->isid = last->isid;
@@ -1790,6 +1897,12 @@ final_block:
 	b->ip = ip;
 	b->mode = f->mode;
 	b->speculative = f->speculative;
+	/* a disable binds at the last block's branch: no block, the event is next (or was
+	 * taken) */
+	if (binds || st->event_status) {
+		b->ip = f->ip;
+		return binds ? blk_status(f, pts_event_pending) : status;
+	}
 	if (!r)
 		return status;
 	if (status > 0)
@@ -1798,8 +1911,6 @@ final_block:
 		add_run(b, r, r->ninsn, r->end_ip, r->iclass);
 	if (status < 0)
 		return status;
-	if (binds)
-		return blk_status(f, pts_event_pending);
 	/* (bind_event() again would fetch again where it failed) */
 	if (have_bound)
 		return bound;
