@@ -573,21 +573,28 @@ static inline __attribute__((always_inline)) int attribute(struct ptd_stream *s,
 	return set_thread(s, pid, tid, as);
 }
 
-/* (in line, as stop_tracing(): on_event() makes one of each per disable and enable pair,
- * kAFL's filters: 340 K on mruby) */
-static inline __attribute__((always_inline)) int start_tracing(struct ptd_stream *s, uint64_t ip)
+/* Tracing started at `ip` now, in the stream's thread: its START. */
+static inline __attribute__((always_inline)) void tracing_started(struct ptd_stream *s,
+								  uint64_t ip)
 {
 	struct ptd_event *ev;
-	int err;
 
-	err = attribute(s, ip);
-	if (err < 0)
-		return err;
 	s->enabled = true;
 	s->need_start = false;
 	ev = emit(s, PTD_START, now(s));
 	if (ev)
 		ev->to = ip;
+}
+
+/* (in line, as stop_tracing(): on_event() makes one of each per disable and enable pair,
+ * kAFL's filters: 340 K on mruby) */
+static inline __attribute__((always_inline)) int start_tracing(struct ptd_stream *s, uint64_t ip)
+{
+	int err = attribute(s, ip);
+
+	if (err < 0)
+		return err;
+	tracing_started(s, ip);
 	return 0;
 }
 
@@ -1160,10 +1167,13 @@ static inline void edge_event(struct ptd_stream *s, const struct ptd_stretch_edg
 		s->now = time;
 		s->time_stale = false;
 		s->pend.valid = false;
-		if (e->kind == PTD_EDGE_STOP)
+		if (e->kind == PTD_EDGE_STOP) {
 			stop_tracing(s, CS_STOP_UNTRACED, e->from, 0);
-		else
-			start_tracing(s, e->to);
+		} else {
+			/* attribute() found the same thread (stretch_resume()): set_thread()'s */
+			s->fn_valid = false;
+			tracing_started(s, e->to);
+		}
 		return;
 	}
 }
