@@ -1595,57 +1595,53 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 		 */
 		if (__builtin_expect(idx >= 0 && f->runs[idx].ip == ip, 1)) {
 			r = &f->runs[idx];
-			/* where the walk to a disable stops: the block where it binds at its
-			 * branch is the stretch's (its branch makes no event: the disable
-			 * follows at once), another goes to ptd_fast_next() */
-			if (walking) {
-				enum walk_step step = disable_step(f, r);
-
-				if (step == WALK_STEP_TRACE) {
-					linked++;
-					if (r->kind == RUN_ICALL)
-						retstack_push(f, r->end_ip + r->size);
-					disable_resume_ip(f, r);
-					insns += r->ninsn;
-					last = r;
-					last_edge = false;
-					if (!toggle_takes(f, lim, r, edges)) {
-						binds = true;
-						n++;
-						break;
-					}
-					take_toggle(f, lim, r, insns, n + 1, edges, &tg);
-					status = tg.status;
-					edges += tg.events;
-					st->events += tg.events;
-					if (tg.resumed) {
-						/* as after an edge: the function is asked at the next
-						 * jump; the edges' time asked again */
-						walking = have_bound = false;
-						need_range = lim->range != NULL;
-						st->ranged = false;
-						clock.status = 1;
-						continue;
-					}
-					st->event_status = true;
-					n++;
-					break;
-				}
-				if (step != WALK_STEP_THROUGH) {
-					next = true;
-					break;
-				}
-			}
 			linked++;
-		} else if (walking) {
-			next = true;
-			break;
 		} else {
 			f->st.lookups++;
 			r = run_lookup(f);
 			if (!r) {
 				status = no_run(f);
 				keep = true;
+				break;
+			}
+		}
+		/* where the walk to a disable stops: the block where it binds at its branch
+		 * is the stretch's (its branch makes no event: the disable follows at once),
+		 * another goes to ptd_fast_next() */
+		if (walking) {
+			enum walk_step step = disable_step(f, r);
+
+			if (step == WALK_STEP_TRACE) {
+				if (r->kind == RUN_ICALL)
+					retstack_push(f, r->end_ip + r->size);
+				disable_resume_ip(f, r);
+				insns += r->ninsn;
+				last = r;
+				last_edge = false;
+				if (!toggle_takes(f, lim, r, edges)) {
+					binds = true;
+					n++;
+					break;
+				}
+				take_toggle(f, lim, r, insns, n + 1, edges, &tg);
+				status = tg.status;
+				edges += tg.events;
+				st->events += tg.events;
+				if (tg.resumed) {
+					/* as after an edge: the function is asked at the next jump;
+					 * the edges' time asked again */
+					walking = have_bound = false;
+					need_range = lim->range != NULL;
+					st->ranged = false;
+					clock.status = 1;
+					continue;
+				}
+				st->event_status = true;
+				n++;
+				break;
+			}
+			if (step != WALK_STEP_THROUGH) {
+				next = true;
 				break;
 			}
 		}
