@@ -74,9 +74,10 @@ int ptd_fast_event(struct ptd_fast *f, struct pt_event *event);
  * the way (the usual case), a block costs a compare and its TNT bit; where a tracelet
  * is known (the same TNT bits pending at the same ip before), the blocks of a TNT
  * packet's bits cost one lookup. A disable binding at a block's branch ends the stretch
- * with that block; given lim->resume, the stretch takes it as ptd_fast_event() does,
- * and the enable after it if lim->resume agrees, as edges, and goes on where tracing
- * resumed (kAFL's filters: 340 K such pairs on mruby).
+ * after that block, its last (no block is handed back: the event is pending); given
+ * lim->resume, the stretch takes it as ptd_fast_event() does, and the enable after it
+ * if lim->resume agrees, as edges, and goes on where tracing resumed (kAFL's filters:
+ * 340 K such pairs on mruby).
  */
 enum ptd_edge_kind {
 	PTD_EDGE_CALL,
@@ -125,8 +126,8 @@ struct ptd_stretch_lim {
 	/*
 	 * Whether the stretch may take an enable at `ip`, its event's time `tsc`, after
 	 * `insns` of the stretch's instructions, and go on: the caller would make its START
-	 * alone (PTD_EDGE_START). NULL: a disable ends the stretch with its block (none is
-	 * taken).
+	 * alone (PTD_EDGE_START). NULL: a disable ends the stretch after its block (none
+	 * is taken).
 	 */
 	bool (*resume)(void *ctx, uint64_t ip, uint64_t tsc, uint64_t insns);
 };
