@@ -177,7 +177,8 @@ struct ptd_fast {
 	int32_t no_link;	/* -1, never written */
 	/*
 	 * The runs at the ips an indirect branch (an uncompressed return too) or an enable
-	 * reached, by ip (direct-mapped; -1: none, as 0 is a run): their links. A branch's
+	 * reached, by ip (direct-mapped; -1: none, as 0 is a run), in the current address
+	 * space (ptd_fast_set_as() empties them): their links. A branch's
 	 * own link holds one target, where an indirect jump may have many and a function
 	 * many callers, its first returns after an enable uncompressed (mruby: 310 K missed
 	 * it, a hashed lookup each); an enable has no branch to hold one (kAFL's filters:
@@ -1590,8 +1591,9 @@ int ptd_fast_stretch(struct ptd_fast *f, struct pt_block *b, const struct ptd_st
 		idx = *f->from_link;
 		/*
 		 * The usual case (on mruby, 665 K blocks of 10.9 M miss the link). The run
-		 * linked is of the address space: a link joins runs of one, and
-		 * ptd_fast_set_as() drops the link where it changes.
+		 * linked is of the address space: a branch's link joins runs of one, and
+		 * ptd_fast_set_as() drops the link and empties the site links where it
+		 * changes.
 		 */
 		if (__builtin_expect(idx >= 0 && f->runs[idx].ip == ip, 1)) {
 			r = &f->runs[idx];
@@ -2063,8 +2065,16 @@ int ptd_fast_time(struct ptd_fast *f, uint64_t *time, uint32_t *lost_mtc, uint32
 
 void ptd_fast_set_as(struct ptd_fast *f, int as)
 {
-	if (as != f->as)
+	/*
+	 * A site link is by ip alone, and another process may have other code at the
+	 * same ip (test_capture_same_ip_other_image): they hold runs of one address space,
+	 * so that the stretch need not compare it for every block. (An address space
+	 * changes at a context switch; emptying 8 KiB is little beside one.)
+	 */
+	if (as != f->as) {
 		f->from_link = &f->no_link;
+		site_links_clear(f);
+	}
 	f->as = as;
 }
 

@@ -1091,6 +1091,80 @@ static void test_capture_ids_minus_one(void **state)
 	capture__free(cap);
 }
 
+/*
+ * Two processes on one CPU, each with its own code at the same address, tracing enabled
+ * there in each: the fast path must take the second one's code, not the run it cached
+ * for the first (its links by ip are of one address space). Process 100 runs `code`;
+ * process 200 a copy whose LOOP is "je 0x400019; nop x4; syscall": one taken bit
+ * there is 2 instructions, where the first program's run at LOOP (nop; je 0x400017)
+ * would make it 5. The block decoder, the reference, agrees. (Session 19: the stretch
+ * took a link by ip without its address space.)
+ */
+static void test_capture_same_ip_other_image(void **state)
+{
+	static const uint8_t other_loop[] = { 0x74, 0x04, 0x90, 0x90, 0x90, 0x90, 0x0f, 0x05,
+					      0xeb, 0xfe };
+	struct decode_opts opts = { .output = out_path, .format = DECODE_CALLS, .jobs = 1 };
+	const char *min_pt = getenv("PTBPF_FAST_MIN_PT");
+	char other_path[96], *saved = min_pt ? strdup(min_pt) : NULL;
+	uint8_t other[sizeof(code)];
+	struct decode_stats fast = {}, block = {};
+	struct capture *cap;
+	struct enc en;
+	size_t n;
+
+	memcpy(other, code, sizeof(code));
+	memcpy(other + (LOOP - CODE_BASE), other_loop, sizeof(other_loop));
+	snprintf(other_path, sizeof(other_path), "%s.other", code_path);
+	write_file(other_path, other, sizeof(other));
+
+	cap = new_capture();
+	add_comm(cap, 200, 200, "other");
+	add_mmap(cap, 200, other_path, CODE_BASE, 0x1000, 4);
+	add_switch_in(cap, 0, 100, 100, 10);
+	add_switch_in(cap, 0, 200, 200, 2000);
+	enc_init(&en);
+	/*
+	 * Each process is enabled first at its syscall (an address space is set at an
+	 * enable, which leaves nothing linked there), then at LOOP, where the address space
+	 * stays: the run there is linked by its ip. Process 100: je and jne not taken, the
+	 * syscall.
+	 */
+	put_psb(&en, 1000, 0);
+	put_ip(&en, ppt_tip_pge, LOOP + 6);
+	put_ip(&en, ppt_tip_pgd, 0);
+	put_ip(&en, ppt_tip_pge, LOOP);
+	put_tnt(&en, 2, 0);
+	put_ip(&en, ppt_tip_pgd, 0);
+	/* process 200 from TSC 3000: its je taken to the syscall */
+	put(&en, (struct pt_packet){ .type = ppt_tsc, .payload.tsc.tsc = 3000 });
+	put_ip(&en, ppt_tip_pge, LOOP + 6);
+	put_ip(&en, ppt_tip_pgd, 0);
+	put_ip(&en, ppt_tip_pge, LOOP);
+	put_tnt(&en, 1, 1);
+	put_ip(&en, ppt_tip_pgd, 0);
+	n = enc_done(&en);
+	add_aux(cap, 0, en.buf, n);
+
+	setenv("PTBPF_FAST_MIN_PT", "0", 1);
+	assert_int_equal(ptdecode_capture(cap, &opts, &fast), 0);
+	opts.no_fast = true;
+	assert_int_equal(ptdecode_capture(cap, &opts, &block), 0);
+	if (saved)
+		setenv("PTBPF_FAST_MIN_PT", saved, 1);
+	else
+		unsetenv("PTBPF_FAST_MIN_PT");
+	free(saved);
+
+	assert_int_equal(block.errors, 0);
+	assert_int_equal(block.insns, 1 + 5 + 1 + 2);
+	assert_true(fast.fast_blocks > 0);
+	assert_int_equal(fast.errors, 0);
+	assert_int_equal(fast.insns, block.insns);
+	capture__free(cap);
+	unlink(other_path);
+}
+
 static void test_capture_bad(void **state)
 {
 	struct decode_opts opts = { .output = out_path, .format = DECODE_CALLS, .jobs = 1 };
@@ -1139,6 +1213,7 @@ int main(void)
 		cmocka_unit_test(test_capture_trigger_span),
 		cmocka_unit_test(test_capture_exec_ends_frames),
 		cmocka_unit_test(test_capture_ids_minus_one),
+		cmocka_unit_test(test_capture_same_ip_other_image),
 		cmocka_unit_test(test_capture_bad),
 	};
 
