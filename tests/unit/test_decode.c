@@ -259,10 +259,11 @@ static void expect(int i, const char *kind, unsigned long long from, unsigned lo
 	assert_int_equal(evs[i].to, to);
 }
 
-static int decode_raw(const void *pt, size_t size, uint64_t tsc_hz, uint32_t family,
-		      struct decode_stats *st)
+/* decode_raw() of the code in the file `image` (at CODE_BASE) */
+static int decode_raw_from(const void *pt, size_t size, uint64_t tsc_hz, uint32_t family,
+			    const char *image, struct decode_stats *st)
 {
-	struct raw_image img = { .path = code_path, .vaddr = CODE_BASE };
+	struct raw_image img = { .path = image, .vaddr = CODE_BASE };
 	struct raw_decode_opts raw = {
 		.pt_path = pt_path, .images = &img, .nr_images = 1, .tsc_hz = tsc_hz,
 		.cpu_family = family, .cpu_model = 85, .cpu_stepping = 4,
@@ -275,6 +276,12 @@ static int decode_raw(const void *pt, size_t size, uint64_t tsc_hz, uint32_t fam
 	if (!err)
 		read_events();
 	return err;
+}
+
+static int decode_raw(const void *pt, size_t size, uint64_t tsc_hz, uint32_t family,
+		      struct decode_stats *st)
+{
+	return decode_raw_from(pt, size, tsc_hz, family, code_path, st);
 }
 
 /* ---- raw mode */
@@ -641,6 +648,139 @@ static void test_raw_tracelets(void **state)
 	free(out_off);
 	free(out_ver);
 	free(out_ipt);
+}
+
+/*
+ * kAFL-style address filtering, on a program of its own (filtered_code, at CODE_BASE):
+ * each call leaves the traced range (TIP.PGD at its target) and tracing resumes at its
+ * return address (TIP.PGE), `loops` times, after a conditional branch each (its TNT
+ * packet is what lets a stretch start before the disable is fetched), with a TSC before
+ * each event from loop `clock_from` on (before it none after the PSB's, `tsc0`, which
+ * may be 0: no time at all until then). The calls are indirect: the disable binds at
+ * their branch, where a stretch takes it and the enable after it as edges
+ * (ptd_fast_stretch()); the system call's disable it leaves alone.
+ *
+ * 0x400000: je 0x400002
+ * 0x400002: call *%rax		(to 0x400020, out of the range: TIP.PGD there)
+ * 0x400004: je 0x400006
+ * 0x400006: call *%rax
+ * 0x400008: syscall
+ * 0x40000a: jmp 0x400000
+ * 0x400020: ret
+ */
+static const uint8_t filtered_code[0x21] = {
+	0x74, 0x00, 0xff, 0xd0, 0x74, 0x00, 0xff, 0xd0, 0x0f, 0x05, 0xeb, 0xf4, [0x20] = 0xc3,
+};
+
+static size_t put_filtered_calls(struct enc *en, unsigned loops, unsigned clock_from,
+				 uint64_t tsc0)
+{
+	static const uint64_t resume[] = { CODE_BASE + 0x4, CODE_BASE + 0x8 };
+	uint64_t tsc = tsc0;
+	unsigned i, k;
+
+	enc_init(en);
+	put_psb(en, tsc0, 0);
+	put_ip(en, ppt_tip_pge, CODE_BASE);
+	for (i = 0; i <= loops; i++) {
+		bool clocked = i >= clock_from;
+
+		for (k = 0; k < 2; k++) {
+			put_tnt(en, 1, i & 1);
+			if (clocked)
+				put(en, (struct pt_packet){ .type = ppt_tsc,
+							    .payload.tsc.tsc = tsc += 100 });
+			put_ip(en, ppt_tip_pgd, CODE_BASE + 0x20);
+			if (i == loops)
+				return enc_done(en);
+			if (clocked)
+				put(en, (struct pt_packet){ .type = ppt_tsc,
+							    .payload.tsc.tsc = tsc += 1000 });
+			put_ip(en, ppt_tip_pge, resume[k]);
+		}
+		/* the system call, and back after it to the jmp to the start */
+		put_ip(en, ppt_tip_pgd, 0);
+		if (clocked)
+			put(en, (struct pt_packet){ .type = ppt_tsc, .payload.tsc.tsc = tsc += 5000 });
+		put_ip(en, ppt_tip_pge, CODE_BASE + 0xa);
+	}
+	return enc_done(en);
+}
+
+/* decode_raw_from() of `pt` on filtered_code at `tsc_hz`, its output's text;
+ * PTBPF_VERIFY_FAST as `verify` */
+static char *decode_filtered(const void *pt, size_t size, uint64_t tsc_hz, bool verify,
+			     struct decode_stats *st)
+{
+	char *text = malloc(1 << 16), image[96];
+	FILE *f;
+	size_t n;
+
+	assert_non_null(text);
+	snprintf(image, sizeof(image), "%s.filtered", code_path);
+	write_file(image, filtered_code, sizeof(filtered_code));
+	if (verify)
+		setenv("PTBPF_VERIFY_FAST", "1", 1);
+	else
+		unsetenv("PTBPF_VERIFY_FAST");
+	memset(st, 0, sizeof(*st));
+	assert_int_equal(decode_raw_from(pt, size, tsc_hz, 6, image, st), 0);
+	unsetenv("PTBPF_VERIFY_FAST");
+	unlink(image);
+	f = fopen(out_path, "r");
+	assert_non_null(f);
+	n = fread(text, 1, (1 << 16) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	return text;
+}
+
+static void test_raw_filtered_calls(void **state)
+{
+	const unsigned loops = 30;
+	const struct {
+		uint64_t tsc_hz;
+		unsigned clock_from;
+		uint64_t tsc0;
+	} cases[] = {
+		{ 1000000000, 0, 1000 },	/* each event's time its TSC's */
+		{ 1000000000, loops + 1, 1000 },	/* every event at the PSB's TSC */
+		{ 1000000000, loops + 1, 0 },	/* no TSC at all */
+		{ 1000000000, 5, 0 },		/* no time before loop 5's first TSC */
+		{ 0, 0, 1000 },		/* no TSC frequency given */
+	};
+	unsigned c;
+
+	unsetenv("PTBPF_FAST_QUERY");
+	for (c = 0; c < ARRAY_SIZE(cases); c++) {
+		struct decode_stats st, ver;
+		char *out, *out_ver;
+		struct enc en;
+		size_t n;
+		int k;
+
+		n = put_filtered_calls(&en, loops, cases[c].clock_from, cases[c].tsc0);
+		out = decode_filtered(en.buf, n, cases[c].tsc_hz, false, &st);
+		/* the block decoder agrees, every event and time compared */
+		out_ver = decode_filtered(en.buf, n, cases[c].tsc_hz, true, &ver);
+		assert_true(ver.verified_fast);
+		assert_string_equal(out, out_ver);
+		assert_int_equal(st.errors, 0);
+		/* je, call, je, call, syscall, jmp a loop; then je, call */
+		assert_int_equal(st.insns, 6 * loops + 2);
+		/* each loop's blocks but its first go in stretches, through the pairs (a
+		 * stretch that ended at each disable took 3 of its 6) */
+		assert_true(st.fast_stretched >= 5 * loops);
+		if (!cases[c].clock_from && cases[c].tsc_hz) {
+			/* a loop's second stop at its TSC, 1100 ns after the first */
+			k = find("stop", 1);
+			assert_true(k >= 0);
+			assert_int_equal(evs[k].time - evs[find("stop", 0)].time, 1100);
+			assert_int_equal(evs[find("start", 2)].time - evs[k].time, 1000);
+		}
+		free(out);
+		free(out_ver);
+	}
 }
 
 static void test_raw_budget(void **state)
@@ -1206,6 +1346,7 @@ int main(void)
 		cmocka_unit_test(test_raw_elf_hostile),
 		cmocka_unit_test(test_raw_budget),
 		cmocka_unit_test(test_raw_tracelets),
+		cmocka_unit_test(test_raw_filtered_calls),
 		cmocka_unit_test(test_capture_two_cpus),
 		cmocka_unit_test(test_capture_uretprobe),
 		cmocka_unit_test(test_capture_uprobe_xol),
