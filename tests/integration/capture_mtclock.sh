@@ -5,8 +5,12 @@
 # taking one lock after each sleep. On the trace's clock:
 #  - each nap() lasts its native length within 10 %: at least 90 % of what it asks for,
 #    and at most 10 % over the worst the same program's sleeps overshoot untraced, run
-#    just before, less what they waited on a run queue once woken (a loaded machine
-#    wakes sleepers late, traced or not: the trace's clock leaves that out). The kernel side
+#    just before, or over what the kernel kept that very sleep in the traced run (the
+#    program reads CLOCK_MONOTONIC right around it: a host that runs the VM's CPUs late
+#    wakes a sleeper late, traced or not; stop 29's CI saw a 30 ms nap last 33.7 ms
+#    where the untraced run had overshot by 0.5 %), each less what it waited on a run
+#    queue once woken (a loaded machine wakes sleepers late: the trace's clock leaves
+#    that out). The kernel side
 #    of the clock times each system call as the thread ran it, so ptbpf seeing a
 #    return late on a loaded machine counts nothing (before it did: 30 ms naps were up
 #    to x1.14 at load average 15). Before that: a thread's sleep counted only while
@@ -40,13 +44,16 @@ check() {
 import collections, re, sys
 out, events, err, unit, name = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 upper = max(1.0, float(sys.argv[6])) + 0.10
-nap_ms, order = {}, {}
+nap_ms, order, kept = {}, {}, {}
 for l in open(out):
     f = l.split()
     if f[0] == "sleeper":
         nap_ms[f[1]] = int(f[2])
     elif f[0] == "crit":
         order[(f[1], int(f[2]))] = int(f[3])
+    elif f[0] == "nap":
+        # what the kernel kept this sleep, less its run-queue wait
+        kept[(f[1], int(f[2]))] = int(f[3]) - int(f[4])
 assert len(nap_ms) == 3, f"the program named {len(nap_ms)} sleepers"
 # slices per (thread, name), in order: "complete" events and begin/end pairs
 slices, open_ = collections.defaultdict(list), collections.defaultdict(list)
@@ -70,8 +77,10 @@ for tid, ms in nap_ms.items():
         ratio = (e - b) / (ms * 1e6)
         nr += 1
         worst = max(worst, ratio)
-        assert 0.9 <= ratio <= upper, \
-            f"thread {tid}: nap {i} lasts {(e - b) / 1e6:.2f} ms in the trace; it asked for {ms} ms (bounds x0.9 to x{upper:.2f})"
+        assert (tid, i) in kept, f"thread {tid}: the program printed no nap {i}"
+        bound = max(upper, kept[(tid, i)] / (ms * 1e6) + 0.10)
+        assert 0.9 <= ratio <= bound, \
+            f"thread {tid}: nap {i} lasts {(e - b) / 1e6:.2f} ms in the trace; it asked for {ms} ms, the kernel kept it {kept[(tid, i)] / 1e6:.2f} ms less its run-queue wait (bounds x0.9 to x{bound:.2f})"
 crits = []
 for tid in nap_ms:
     for i, (b, e) in enumerate(sorted(slices[(tid, "critical")])):
