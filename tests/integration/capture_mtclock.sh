@@ -7,10 +7,10 @@
 #    and at most 10 % over the worst the same program's sleeps overshoot untraced, run
 #    just before, or over what the kernel kept that very sleep in the traced run (the
 #    program reads CLOCK_MONOTONIC right around it: a host that runs the VM's CPUs late
-#    wakes a sleeper late, traced or not; stop 29's CI saw a 30 ms nap last 33.7 ms
-#    where the untraced run had overshot by 0.5 %), each less what it waited on a run
-#    queue once woken (a loaded machine wakes sleepers late: the trace's clock leaves
-#    that out). The kernel side
+#    wakes a sleeper late, traced or not; a CI run in session 20 saw a 30 ms nap last
+#    33.7 ms where the untraced run had overshot by 0.5 %), each less what it waited on
+#    a run queue once woken (a loaded machine wakes sleepers late: the trace's clock
+#    leaves that out). The kernel side
 #    of the clock times each system call as the thread ran it, so ptbpf seeing a
 #    return late on a loaded machine counts nothing (before it did: 30 ms naps were up
 #    to x1.14 at load average 15). Before that: a thread's sleep counted only while
