@@ -574,29 +574,42 @@ static size_t put_loop(struct enc *en, unsigned loops)
 	return enc_done(en);
 }
 
-/* decode_raw() with the environment variable `name` set to `value` (NULL: unset); its
- * output's text. */
-static char *decode_raw_env(const void *pt, size_t size, const char *name, const char *value,
-			    struct decode_stats *st)
+static char *slurp(const char *path)
 {
-	char *text = malloc(1 << 16);
-	FILE *f;
-	size_t n;
+	char *buf = calloc(1, 1 << 16);
+	FILE *f = fopen(path, "r");
 
+	assert_non_null(buf);
+	assert_non_null(f);
+	assert_true(fread(buf, 1, (1 << 16) - 1, f) > 0);
+	fclose(f);
+	return buf;
+}
+
+/*
+ * decode_raw_from() of `pt` on `image` with the environment variable `name` set to
+ * `value` (NULL: unset) for it; its output's text.
+ */
+static char *decode_raw_env_from(const void *pt, size_t size, uint64_t tsc_hz, uint32_t family,
+				 const char *image, const char *name, const char *value,
+				 struct decode_stats *st)
+{
 	if (value)
 		setenv(name, value, 1);
 	else
 		unsetenv(name);
 	memset(st, 0, sizeof(*st));
-	assert_int_equal(decode_raw(pt, size, 0, 0, st), 0);
+	assert_int_equal(decode_raw_from(pt, size, tsc_hz, family, image, st), 0);
 	unsetenv(name);
-	f = fopen(out_path, "r");
-	assert_non_null(f);
-	assert_non_null(text);
-	n = fread(text, 1, (1 << 16) - 1, f);
-	fclose(f);
-	text[n] = '\0';
-	return text;
+	return slurp(out_path);
+}
+
+/* decode_raw() with the environment variable `name` set to `value` (NULL: unset); its
+ * output's text. */
+static char *decode_raw_env(const void *pt, size_t size, const char *name, const char *value,
+			    struct decode_stats *st)
+{
+	return decode_raw_env_from(pt, size, 0, 0, code_path, name, value, st);
 }
 
 static void test_raw_tracelets(void **state)
@@ -712,26 +725,13 @@ static size_t put_filtered_calls(struct enc *en, unsigned loops, unsigned clock_
 static char *decode_filtered(const void *pt, size_t size, uint64_t tsc_hz, bool verify,
 			     struct decode_stats *st)
 {
-	char *text = malloc(1 << 16), image[96];
-	FILE *f;
-	size_t n;
+	char image[96], *text;
 
-	assert_non_null(text);
 	snprintf(image, sizeof(image), "%s.filtered", code_path);
 	write_file(image, filtered_code, sizeof(filtered_code));
-	if (verify)
-		setenv("PTBPF_VERIFY_FAST", "1", 1);
-	else
-		unsetenv("PTBPF_VERIFY_FAST");
-	memset(st, 0, sizeof(*st));
-	assert_int_equal(decode_raw_from(pt, size, tsc_hz, 6, image, st), 0);
-	unsetenv("PTBPF_VERIFY_FAST");
+	text = decode_raw_env_from(pt, size, tsc_hz, 6, image, "PTBPF_VERIFY_FAST",
+				   verify ? "1" : NULL, st);
 	unlink(image);
-	f = fopen(out_path, "r");
-	assert_non_null(f);
-	n = fread(text, 1, (1 << 16) - 1, f);
-	fclose(f);
-	text[n] = '\0';
 	return text;
 }
 
@@ -926,18 +926,6 @@ static int decode_capture(const struct capture *cap, int jobs, struct decode_sta
 	if (!err)
 		read_events();
 	return err;
-}
-
-static char *slurp(const char *path)
-{
-	char *buf = calloc(1, 1 << 16);
-	FILE *f = fopen(path, "r");
-
-	assert_non_null(buf);
-	assert_non_null(f);
-	assert_true(fread(buf, 1, (1 << 16) - 1, f) > 0);
-	fclose(f);
-	return buf;
 }
 
 static void test_capture_two_cpus(void **state)
